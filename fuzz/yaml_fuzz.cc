@@ -1,0 +1,96 @@
+// libFuzzer target: YamlDocument::LoadString on arbitrary bytes, then every reader on
+// every value reached. Checks that nothing crashes, that every failure is an
+// invalid-input Status (never an assertion), and that messages are non-empty UTF-8.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/utf8.h"
+#include "fleetplan/core/yaml.h"
+
+namespace fleetplan {
+namespace {
+
+// Bounds the walk: aliases can make a small document a large tree.
+constexpr int kMaxDepth = 32;
+constexpr int kMaxVisits = 2000;
+
+void Require(bool ok, const char* what, const std::string& detail) {
+  if (ok) return;
+  std::fprintf(stderr, "yaml_fuzz: %s\n%s\n", what, detail.c_str());
+  std::abort();
+}
+
+void CheckStatus(const Status& s) {
+  if (s.ok()) return;
+  Require(s.code() == StatusCode::kInvalidInput, "failure is not kInvalidInput", s.message());
+  Require(!s.message().empty(), "empty message", "");
+  Require(utf8::FindInvalid(s.message()) == std::string_view::npos, "message is not UTF-8",
+          s.message());
+}
+
+template <typename T>
+void Check(const Expected<T>& e) {
+  if (!e.ok()) CheckStatus(e.status());
+}
+
+void ReadScalar(const YamlNode& node) {
+  Check(node.AsString());
+  Check(node.AsInt());
+  Check(node.AsDouble());
+  Check(node.AsBool());
+  Check(node.AsDuration());
+  Check(node.AsBytes());
+  Check(node.AsRate());
+  Check(node.AsIntAtLeast(1));
+  Check(node.AsDoubleInRange(0.0, 1.0));
+  Check(node.StringOr("x"));
+  Check(node.IntOr(1));
+  Check(node.DoubleOr(1.0));
+  Check(node.BoolOr(true));
+  Check(node.DurationOr(Duration()));
+}
+
+void Walk(const YamlNode& node, int depth, int& visits) {
+  if (depth > kMaxDepth || ++visits > kMaxVisits) return;
+  const SourceLocation where = node.location();
+  Require(where.line >= 1 && where.column >= 1, "value without a location", node.path());
+  Require(utf8::FindInvalid(node.Text()) == std::string_view::npos || node.IsScalar(),
+          "Text() of a collection is not UTF-8", node.Text());
+  CheckStatus(node.Error("fuzz"));
+  ReadScalar(node);
+  Check(node.AsStringList());
+  CheckStatus(node.CheckKeys({"a", "b", "version", "name"}));
+  ReadScalar(node["a"]);
+  ReadScalar(node["missing"]["deeper"]);
+  const Expected<std::vector<YamlNode>> items = node.Items();
+  Check(items);
+  if (items.ok()) {
+    for (const YamlNode& item : *items) Walk(item, depth + 1, visits);
+  }
+  const auto entries = node.Entries();
+  Check(entries);
+  if (entries.ok()) {
+    for (const auto& [key, child] : *entries) Walk(child, depth + 1, visits);
+  }
+}
+
+}  // namespace
+}  // namespace fleetplan
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace fleetplan;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const Expected<YamlDocument> doc = YamlDocument::LoadString(text, "fuzz.yaml");
+  if (!doc.ok()) {
+    CheckStatus(doc.status());
+    return 0;
+  }
+  int visits = 0;
+  Walk(doc->root(), 0, visits);
+  return 0;
+}

@@ -1,0 +1,37 @@
+// The keys of the scenario format (version 1), one list per mapping.
+//
+// Several readers interpret parts of a scenario (fit reads model/hardware/deployment,
+// the simulator reads everything); all of them check keys against these lists, so a key
+// is valid for every verb or for none, and "did you mean" suggests the same names.
+// Adding a key here is a format extension: document it in docs/scenario.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fleetplan::scenario_keys {
+
+// The scenario format version these lists describe.
+inline constexpr int64_t kVersion = 1;
+
+inline const std::vector<std::string> kRoot = {"version", "name",     "seed",     "model", "hardware", "deployment",
+                                               "engine",  "router",   "workload", "slo",   "output"};
+inline const std::vector<std::string> kModel = {"name", "spec", "weight_dtype", "kv_dtype", "kv_window", "max_context"};
+inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_node", "intra_node_link",
+                                                   "inter_node_link"};
+inline const std::vector<std::string> kDeployment = {"replicas", "tp", "pp", "ep", "gpu_memory_utilization", "pools"};
+inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "ep", "gpu_memory_utilization"};
+inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",
+                                                 "step_model", "host_overhead", "cuda_graphs"};
+inline const std::vector<std::string> kScheduler = {"policy",           "max_batched_tokens", "max_running",
+                                                    "chunk_tokens",     "max_decode_stall",   "aging_per_step",
+                                                    "max_waiting",      "admission",          "reject_unreachable_deadline"};
+inline const std::vector<std::string> kKv = {"block_tokens"};
+inline const std::vector<std::string> kPrefixCache = {"enabled", "eviction", "share_across_tenants", "scope"};
+inline const std::vector<std::string> kPrefixCacheScope = {"model_revision", "tokenizer", "position_scheme"};
+// workload.events[i]: a prefix-cache invalidation at a time.
+inline const std::vector<std::string> kWorkloadEvent = {"at", "invalidate", "tenant", "adapter"};
+inline const std::vector<std::string> kRouter = {"policy", "telemetry_delay", "weighted"};
+inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline"};
+
+}  // namespace fleetplan::scenario_keys

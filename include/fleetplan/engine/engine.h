@@ -1,0 +1,373 @@
+// Engine: one serving-engine replica doing continuous batching over a paged KV pool.
+//
+// The engine is driven from outside (fleet/simulation.h owns the clock and the event
+// queue): requests are Submitted, StartStep plans a step and says when it will end, and
+// FinishStep applies it at that time. Between the two no state visible to scheduling
+// changes except cancellations, which take effect at once for scheduling but release
+// blocks only when the step in flight completes.
+//
+// Per request, one state variable chases another (vLLM v1's idea):
+//
+//   | prompt tokens ............................ | generated ... |
+//   |<------------- num_computed ------------->|                 (tokens whose KV exists)
+//   |<------------------- num_tokens -------------------------->| (prompt + sampled so far)
+//
+// A step computes chunk = min(num_tokens - num_computed, budget, caps) tokens of a
+// request. When num_computed reaches num_tokens the step samples one token: generated
+// += 1 (the first one is the time to first token), and unless the answer is complete
+// num_tokens += 1. Chunked prefill, decode and recompute after preemption are all this
+// arithmetic; there is no phase flag.
+//
+// Admission: `optimistic` admits when the first chunk's blocks are free and allocates as
+// tokens are computed; when a running request cannot grow, the lowest-priority,
+// latest-arrived running request not yet scheduled this step is preempted (recompute:
+// its blocks are released and num_computed restarts at 0). `reserve` allocates blocks
+// for prompt + output at admission and never preempts. Waiting requests never preempt
+// running ones, so admitting work never forces a higher-priority request out.
+// Rejection (queue full, deadline unreachable) happens at Submit and touches no counter
+// but the rejection count.
+//
+// Prefix cache (when enabled). A request's full blocks have identities (block_hash.h)
+// under its scope: the engine-wide CacheScopeBase, its adapter, its tenant namespace
+// (its tenant, or one shared namespace with share_across_tenants) and the invalidation
+// generations of those. At admission from the waiting queue (first time and after a
+// preemption) the engine looks up the chain of its block hashes; the leading run found
+// in the pool's index is a hit:
+//
+//   | hit: shared, sealed blocks | computed by this request ... | partial tail |
+//   0                  used * B = num_computed at admission       ^ num_tokens
+//
+// used = min(hit blocks, (num_tokens - 1) / B): at least one token is always computed,
+// so a fully cached sequence recomputes its last block (as vLLM does) and the step has a
+// token to sample. The hit blocks take a reference; new blocks are private. When a step
+// completes, the full blocks it computed are sealed and published (never at allocation,
+// never for a request cancelled while the step ran). Blocks below num_computed / B are
+// sealed (immutable); only blocks at or after it are written, and those are private to
+// one request (refcount 1) - also for branches made by Fork, whose partial tail is
+// copied. Invalidate() bumps a scope generation and unpublishes the matching blocks at
+// once; a request admitted under the old scope finishes but publishes nothing more.
+//
+// Invariants (CheckInvariants): every pool refcount equals the number of live requests
+// holding the block; pool free + used == total; writable blocks have refcount 1 and are
+// not published; a published block held by a request sits below its num_computed and
+// carries the hash the request computed for that position; with no live request the
+// pool holds no reference (cached blocks may remain on the free list).
+// Thread model: single-threaded; deterministic (no clocks, no randomness, no unordered
+// iteration).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fleetplan/core/json.h"
+#include "fleetplan/core/status.h"
+#include "fleetplan/core/units.h"
+#include "fleetplan/engine/block_hash.h"
+#include "fleetplan/engine/kv_pool.h"
+#include "fleetplan/engine/scheduling_policy.h"
+#include "fleetplan/perf/step_cost.h"
+#include "fleetplan/workload/request.h"
+
+namespace fleetplan {
+
+enum class AdmissionMode : int { kOptimistic = 0, kReserve = 1 };
+
+struct PrefixCacheConfig {
+  bool enabled = false;
+  // false: every tenant is its own namespace (a request without tenant is in the
+  // "no tenant" namespace); true: all tenants share one namespace.
+  bool share_across_tenants = false;
+  CacheScopeBase scope;
+};
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  AdmissionMode admission = AdmissionMode::kOptimistic;
+  int64_t block_tokens = 16;
+  int64_t kv_blocks = 0;            // from the memory plan
+  Duration host_overhead;           // CPU time per step the GPU waits for
+  bool reject_unreachable_deadline = true;
+  PrefixCacheConfig prefix_cache;
+};
+
+// What an invalidation changes. Values reach JSON by name (InvalidationKindName) and
+// the scenario format: explicit, never renumber.
+enum class InvalidationKind : int {
+  kModelRevision = 0,  // every block
+  kTokenizer = 1,      // every block
+  kAdapter = 2,        // blocks of one adapter (target = AdapterId)
+  kTenant = 3,         // blocks of one tenant's namespace (target = TenantId); with
+                       // share_across_tenants that is the shared namespace
+  kCorpus = 4,         // blocks of one tenant's namespace (target = TenantId), or of every
+                       // namespace (target = kAllTargets). Block identities do not record
+                       // which segments came from the corpus, so this drops the whole
+                       // namespace: an upper bound on the cold-start cost.
+};
+std::string_view InvalidationKindName(InvalidationKind kind);
+// "model-revision", "tokenizer", "adapter", "tenant", "corpus" (index = enum value).
+const std::vector<std::string>& InvalidationKindNames();
+
+inline constexpr int32_t kAllTargets = -2;
+
+struct CacheInvalidation {
+  InvalidationKind kind = InvalidationKind::kModelRevision;
+  int32_t target = kAllTargets;  // adapter or tenant handle; see InvalidationKind
+};
+
+// Prefix-cache accounting, per class and in total. Lookups, hits and savings belong to
+// the class of the request that looked up; evictions and invalidations to the class
+// of the request that published the block.
+struct PrefixCacheCounters {
+  int64_t lookups = 0;               // admissions that looked up the cache
+  int64_t lookup_tokens = 0;         // the requests' tokens at those admissions
+  int64_t hit_blocks = 0;            // leading full blocks found in the index
+  int64_t hit_tokens = 0;            // hit_blocks * block_tokens
+  int64_t saved_prefill_tokens = 0;  // tokens not computed thanks to hits (hit tokens
+                                     // less the last block when everything hit)
+  Duration saved_prefill;            // cost model: one-step prefill of the request's
+                                     // tokens without the hit, minus with it
+  int64_t evictions = 0;
+  int64_t invalidations = 0;
+
+  PrefixCacheCounters& operator+=(const PrefixCacheCounters& o);
+  // {lookups, lookup_tokens, hit_blocks, hit_tokens, saved_prefill_tokens,
+  //  saved_prefill_ms, hit_rate (= hit_tokens / lookup_tokens; 0 without lookups),
+  //  evictions, invalidations}
+  Json ToJson() const;
+};
+
+// How a request ended. Values reach JSON by name (RequestStatusName).
+enum class RequestStatus : int { kOk = 0, kRejected = 1, kCancelled = 2, kTimeout = 3 };
+std::string_view RequestStatusName(RequestStatus s);
+
+// Everything the metrics layer needs about one finished request.
+struct RequestOutcome {
+  RequestId id = 0;
+  ClassId class_id = 0;
+  TenantId tenant = kNoTenant;
+  int32_t replica = 0;
+  RequestStatus status = RequestStatus::kOk;
+  SimTime arrival;
+  std::optional<SimTime> first_token;
+  std::optional<SimTime> finish;     // set for ok; the time it left the engine otherwise
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;         // tokens actually generated
+  Duration itl_max;                  // largest gap between consecutive output tokens
+  int32_t preemptions = 0;
+  int64_t cached_tokens = 0;         // tokens taken from the prefix cache, over admissions
+  std::string reason;                // for rejections: why
+};
+
+// One step as it ran, for timelines and statistics.
+struct StepRecord {
+  int32_t replica = 0;
+  SimTime start;
+  SimTime end;
+  StepShape shape;
+  Duration host;
+  Duration gpu;
+  int64_t kv_used_blocks = 0;
+  int64_t kv_cached_blocks = 0;      // published blocks (referenced or evictable)
+  int64_t kv_evictable_blocks = 0;   // published blocks on the free list
+  int64_t waiting = 0;
+  int64_t running = 0;
+};
+
+// Receives what the engine does; the fleet turns it into records and timelines.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnRequestDone(const RequestOutcome& outcome) = 0;
+  virtual void OnStep(const StepRecord& step) { (void)step; }
+  virtual void OnFirstToken(int32_t replica, RequestId id, SimTime t) { (void)replica; (void)id; (void)t; }
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0;
+  int64_t decode_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t rejections = 0;
+  int64_t cancellations = 0;
+  int64_t timeouts = 0;
+  int64_t completed = 0;
+  int64_t kv_peak_blocks = 0;
+  double kv_block_seconds = 0;       // integral of used blocks over time (for the mean)
+  Duration busy;                      // sum of step durations
+  Duration max_decode_gap;            // longest gap between two tokens of one request,
+                                      // excluding gaps that span a preemption
+  int64_t steps_over_time_cap = 0;    // steps longer than the policy's cap while decoding
+  int64_t extrapolated_steps = 0;     // steps the cost model had to extrapolate
+  double kv_cached_block_seconds = 0;  // integral of published blocks over time
+  PrefixCacheCounters prefix_cache;    // all classes
+  std::vector<PrefixCacheCounters> prefix_cache_by_class;  // index: ClassId
+  // Adds `prefix_cache` (PrefixCacheCounters::ToJson plus mean_pool_share, the mean share
+  // of the pool holding published blocks) to the engine figures.
+  Json ToJson(int64_t kv_blocks, Duration span) const;
+};
+
+// A read-only view of one live request (tests and tools). The span is valid until the
+// engine is next modified.
+struct RequestView {
+  bool running = false;              // false: waiting (or cancelled in the step in flight)
+  int64_t num_tokens = 0;
+  int64_t num_computed = 0;
+  int64_t generated = 0;
+  int64_t cached_tokens = 0;
+  int32_t preemptions = 0;
+  std::span<const BlockId> blocks;
+};
+
+class Engine {
+ public:
+  // REQUIRES: cost model outlives the engine; observer may be null.
+  static Expected<std::unique_ptr<Engine>> Create(int32_t replica, const EngineConfig& config,
+                                                  const StepCostModel* cost, EngineObserver* observer);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // A request reaches this replica at `now`. It may be rejected at once.
+  void Submit(const Request& request, SimTime now);
+  // The client gives up. Waiting requests leave at once; a request in the step in flight
+  // stops being scheduled and releases its blocks when that step completes.
+  void Cancel(RequestId id, SimTime now);
+  // Prefix cache: applies an invalidation now (see InvalidationKind). No-op when the
+  // cache is disabled.
+  void Invalidate(const CacheInvalidation& invalidation);
+  // Branches (parallel sampling n > 1, a forked conversation): a new request `child_id`
+  // continues from `parent`'s computed tokens with its own answer of `output_tokens`
+  // tokens, its first of which is sampled now (the same step sampled the parent's
+  // latest token). The child inherits class, tenant, adapter, priority, arrival and
+  // deadline; its prompt is the parent's computed tokens (prompt, then the answer so
+  // far). It shares the parent's full blocks (a reference each) and gets a private copy
+  // of the parent's partial tail block, so no block is writable by both. Returns false,
+  // changing nothing, when no block is free for that copy.
+  // REQUIRES: !step_in_flight(); parent live, running and decoding (generated >= 1);
+  // child_id not live; output_tokens >= 1.
+  bool Fork(RequestId parent, RequestId child_id, int64_t output_tokens, SimTime now);
+
+  bool step_in_flight() const { return in_flight_; }
+  bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
+  // Plans a step at `now`; returns its end time, or nullopt when there is nothing to run.
+  // REQUIRES: !step_in_flight().
+  std::optional<SimTime> StartStep(SimTime now);
+  // Applies the step in flight. REQUIRES: step_in_flight(), now == its end time.
+  void FinishStep(SimTime now);
+
+  int32_t replica() const { return replica_; }
+  int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
+  int64_t live_requests() const { return static_cast<int64_t>(index_.size()); }
+  const KvBlockPool& pool() const { return pool_; }
+  const EngineStats& stats() const { return stats_; }
+  const EngineConfig& config() const { return config_; }
+  // Tokens of queued and running work not yet computed (a router's load signal).
+  int64_t outstanding_tokens() const { return outstanding_tokens_; }
+  std::optional<RequestView> request(RequestId id) const;
+  // Prefix-cache counters of one class (zeros for a class never seen).
+  PrefixCacheCounters prefix_cache_for_class(ClassId class_id) const;
+
+  Status CheckInvariants() const;
+
+ private:
+  struct Live;  // per-request state, freed when the request ends
+  struct Planned {
+    int32_t slot;
+    int64_t new_tokens;
+  };
+
+  Engine(int32_t replica, const EngineConfig& config, const StepCostModel* cost,
+         std::unique_ptr<SchedulingPolicy> policy, EngineObserver* observer);
+
+  int32_t NewSlot(const Request& r, SimTime now);
+  void FreeSlot(int32_t slot);
+  void End(int32_t slot, RequestStatus status, SimTime now, std::string reason = {});
+  void Reject(const Request& r, SimTime now, std::string reason);
+  bool DeadlineUnreachable(const Request& r, SimTime now) const;
+
+  void ExpireWaiting(SimTime now);
+  void ScheduleDecodes(int64_t& budget);
+  void SchedulePartialPrefills(int64_t& budget);
+  void ScheduleWaiting(int64_t& budget);
+  // The next prefill chunk of `l` if `computed` tokens of it were computed.
+  int64_t PrefillChunk(const Live& l, int64_t budget, int64_t computed) const;
+  // Allocates blocks for `new_tokens` more tokens, preempting others if needed; false
+  // when it cannot (the request itself may have been preempted).
+  bool Grow(int32_t slot, int64_t new_tokens);
+  // Preempts the lowest-priority, latest-arrived running request not yet in this step;
+  // false when there is none or the victim is `keep_slot` itself.
+  bool PreemptOneAfter(int32_t keep_slot);
+  void Preempt(int32_t slot);
+  void AddChunk(int32_t slot, int64_t new_tokens);
+  int64_t CapByStepTime(int64_t new_tokens, int64_t context) const;
+  void InsertRunning(int32_t slot);
+  void RemoveRunning(int32_t slot);
+  void ApplyChunk(const Planned& p, SimTime now);
+
+  // Prefix cache (engine_prefix.cc).
+  struct Match {
+    int64_t hit_blocks = 0;   // leading blocks found in the index
+    int64_t used_blocks = 0;  // of those, taken (at least one token is left to compute)
+  };
+  int32_t Namespace(TenantId tenant) const;
+  // Tokens of `r`'s prompt a lookup would take from the cache now (read-only).
+  int64_t CachedPrefixTokens(const Request& r) const;
+  BlockHash ScopeOf(const Request& r) const;
+  void EnsureHashes(Live& l);
+  // Read-only lookup; the found blocks are left in match_blocks_.
+  Match Lookup(Live& l);
+  int64_t FreeAfterAcquire(const Match& m) const;
+  // Takes references on the match's used blocks and accounts the lookup.
+  void TakeHits(int32_t slot, const Match& m);
+  void SealComputed(Live& l);
+  void SyncPoolCounters();
+  PrefixCacheCounters& ClassCounters(ClassId class_id);
+  Status CheckSharing() const;
+
+  int32_t replica_;
+  EngineConfig config_;
+  const StepCostModel* cost_;
+  std::unique_ptr<SchedulingPolicy> policy_;
+  EngineObserver* observer_;
+  KvBlockPool pool_;
+
+  std::vector<Live> slots_;
+  std::vector<int32_t> free_slots_;
+  std::unordered_map<RequestId, int32_t> index_;  // lookup only; never iterated
+  std::deque<int32_t> waiting_;    // arrival order; preempted requests return to the front
+  std::vector<int32_t> running_;   // ordered by (priority desc, arrival asc)
+
+  bool in_flight_ = false;
+  SimTime step_start_;
+  SimTime step_end_;
+  Duration step_host_;
+  Duration step_gpu_;
+  std::vector<Planned> plan_;
+  std::vector<StepChunk> chunks_;
+  int64_t step_index_ = 0;
+  int64_t outstanding_tokens_ = 0;
+  EngineStats stats_;
+
+  // Prefix cache state.
+  BlockHash scope_base_;
+  int64_t scope_epoch_ = 0;       // bumped by every invalidation
+  int64_t model_generation_ = 0;
+  int64_t tokenizer_generation_ = 0;
+  int64_t corpus_generation_ = 0;  // corpus invalidations of every namespace
+  std::map<int32_t, int64_t> adapter_generation_;    // lookup only
+  std::map<int32_t, int64_t> namespace_generation_;  // tenant invalidations
+  std::map<int32_t, int64_t> corpus_ns_generation_;  // corpus invalidations of one namespace
+  std::vector<BlockId> match_blocks_;  // scratch of the last Lookup
+  int64_t synced_evictions_ = 0;
+  int64_t synced_invalidations_ = 0;
+};
+
+}  // namespace fleetplan

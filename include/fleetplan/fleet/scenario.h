@@ -1,0 +1,102 @@
+// Scenario: a whole scenario file (spec: docs/scenario.md; reference:
+// the built-in Atlas scenario), read strictly into validated configuration.
+//
+// Every mapping's keys are checked against core/scenario_schema.h; every value is read
+// with its type, unit and range; errors are located (file:line:col, field path, expected
+// vs got, did-you-mean). Sections are read by the layer that owns them: model, hardware
+// and deployment through the fit reader (memory/fit_request.h), `workload` by
+// workload/workload_spec.h, `slo` by metrics/slo.h, `engine.step_model` and
+// `engine.cuda_graphs` by perf/factory.h. What this reader derives or defaults is listed
+// in `derived`, which reaches the report.
+// Thread model: value type; holds the parsed YAML document (for step_model) alive.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleetplan/catalog/hardware.h"
+#include "fleetplan/core/status.h"
+#include "fleetplan/core/yaml.h"
+#include "fleetplan/engine/engine.h"
+#include "fleetplan/fleet/router.h"
+#include "fleetplan/fleet/simulation.h"
+#include "fleetplan/memory/fit.h"
+#include "fleetplan/metrics/slo.h"
+#include "fleetplan/perf/cuda_graphs.h"
+#include "fleetplan/workload/workload_spec.h"
+
+namespace fleetplan {
+
+struct OutputSpec {
+  std::string dir;         // where report.json and the other files go
+  bool requests = false;   // requests.jsonl
+  bool timeline = false;   // timeline.json
+};
+
+struct PrefixCacheSpec {
+  bool enabled = false;
+  std::string eviction = "lru";  // the free list's order (engine/kv_pool.h); "lru" only
+};
+
+// One entry of `workload.events`: a prefix-cache invalidation at a time. Tenant and
+// adapter names are resolved against the workload's names when the run is built
+// (ResolveInvalidations), with errors located at `node`.
+struct InvalidationEventSpec {
+  SimTime at;
+  InvalidationKind kind = InvalidationKind::kModelRevision;
+  std::optional<std::string> tenant;   // kTenant (required), kCorpus (optional: else all)
+  std::optional<std::string> adapter;  // kAdapter (required)
+  std::optional<YamlNode> node;  // the event entry, to locate errors found later
+};
+
+
+struct Scenario {
+  // Provenance.
+  std::string display_name;  // the file as the user named it, or "<built-in atlas>"
+  std::string dir;           // folder that relative paths in the scenario resolve against
+  std::string digest;        // sha256 of the scenario's bytes
+  std::string name;
+  uint64_t seed = 0;
+
+  // Model, GPU, layout, dtypes and memory knobs, resolved against the catalog.
+  FitRequest fit;
+  int64_t replicas = 1;
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 8;
+  LinkSpec intra_node_link;
+  LinkSpec inter_node_link;
+
+  EngineConfig engine;  // kv_blocks is 0 here: the memory plan sets it when the run is built
+                        // engine.prefix_cache holds the cache settings and scope
+  PrefixCacheSpec prefix_cache;
+  std::vector<InvalidationEventSpec> events;  // workload.events, in time order
+  CudaGraphPolicy cuda_graphs;
+  // engine.step_model when given (read by perf/factory.h when the run is built).
+  std::optional<YamlNode> step_model;
+
+  RouterConfig router;
+  WorkloadSpec workload;
+  SloSpec slo;
+  OutputSpec output;
+
+  std::vector<std::string> derived;  // defaults and derivations, one sentence each
+
+  // Keeps the YAML document (and so step_model) alive.
+  std::shared_ptr<const YamlDocument> document;
+};
+
+Expected<Scenario> LoadScenario(const std::string& path);
+// Resolves `events` against the workload's tenant and adapter names: unknown names are
+// located errors with a did-you-mean.
+Expected<std::vector<TimedInvalidation>> ResolveInvalidations(const std::vector<InvalidationEventSpec>& events,
+                                                             const WorkloadNames& names);
+Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir);
+
+// The built-in Atlas scenario: the reference example of the format, run by
+// `fleetplan simulate` with no arguments and printed by `--print-scenario`.
+std::string_view AtlasScenarioYaml();
+Expected<Scenario> LoadAtlasScenario();
+
+}  // namespace fleetplan

@@ -1,0 +1,64 @@
+// TimelineWriter: a simulation as a Chrome trace event file (opens in Perfetto and
+// chrome://tracing).
+//
+// Layout: one process track per replica ("replica N"), with
+//   - one complete span ("X") per engine step on thread 1, batch composition in args;
+//   - counters ("C") per step: waiting and running requests, KV blocks in use;
+//   - request lifecycles as async spans ("b"/"e") in category "request": "queued+prefill"
+//     from arrival to first token, then "decode" to the end, args with the outcome.
+// Timestamps are microseconds with nanosecond precision (three decimals), written from
+// integer nanoseconds, so the file is byte-identical across runs.
+//
+// Size cap: after `max_events` events the writer samples. Request lifecycles are kept
+// when SplitMix64(id) is a multiple of the sampling period, and steps when their index
+// per replica is; the period doubles each time the budget is spent again. The final
+// periods are written in the file's metadata, so a reader knows what was dropped.
+// Thread model: single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fleetplan/core/status.h"
+#include "fleetplan/engine/engine.h"
+#include "fleetplan/workload/request.h"
+
+namespace fleetplan {
+
+class TimelineWriter {
+ public:
+  static constexpr int64_t kDefaultMaxEvents = 2'000'000;
+
+  // Creates (truncates) `path`.
+  static Expected<std::unique_ptr<TimelineWriter>> Open(const std::string& path, int32_t replicas,
+                                                        const WorkloadNames* names,
+                                                        int64_t max_events = kDefaultMaxEvents);
+  void OnStep(const StepRecord& step);
+  void OnRequestDone(const RequestOutcome& outcome);
+  // Writes the metadata and closes the file. Idempotent.
+  Status Close();
+
+  int64_t events_written() const { return events_; }
+  int64_t sampling_period() const { return period_; }
+
+ private:
+  TimelineWriter(std::string path, const WorkloadNames* names, int64_t max_events);
+  void Emit(const std::string& event);
+  bool KeepStep(int32_t replica);
+  bool KeepRequest(RequestId id) const;
+
+  std::string path_;
+  std::ofstream out_;
+  const WorkloadNames* names_;
+  int64_t max_events_;
+  int64_t events_ = 0;
+  int64_t next_budget_;
+  int64_t period_ = 1;
+  std::vector<int64_t> step_index_;
+  bool first_ = true;
+  bool closed_ = false;
+};
+
+}  // namespace fleetplan

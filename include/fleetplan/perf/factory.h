@@ -1,0 +1,55 @@
+// Builds the step cost model of a scenario's `engine.step_model`, wrapped in the CUDA-graph
+// decorator when `engine.cuda_graphs` is declared.
+//
+//   engine:
+//     step_model: {kind: roofline, compute_efficiency: 0.8}      # or affine, table
+//     cuda_graphs: {buckets: [1, 4, 8, 16, 32], eager_fallback: true}
+//
+// Kinds (one builder each; docs/step-models.md has the YAML of each):
+//   affine    {kind: affine, prefill: {base, per_token}, decode: {base, per_seq}}
+//   roofline  {kind: roofline[, compute_efficiency, attention_efficiency, memory_efficiency]}
+//   table     {kind: table, file: path.csv[, extrapolate: false]}; a relative path resolves
+//             against the scenario file's folder
+// An unknown kind is a located error with did-you-mean and the valid names.
+//
+// CUDA graphs: when ctx.cuda_graphs is enabled the model is wrapped in GraphedStepModel
+// (padding of graphed decode steps, eager launch cost otherwise). Leave it disabled for a
+// measured model (affine, table) whose numbers already include the engine's graphs.
+// Thread model: pure function; the result is immutable.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fleetplan/catalog/hardware.h"
+#include "fleetplan/core/status.h"
+#include "fleetplan/core/yaml.h"
+#include "fleetplan/memory/inputs.h"
+#include "fleetplan/perf/cuda_graphs.h"
+#include "fleetplan/perf/step_cost.h"
+
+namespace fleetplan {
+
+struct StepModelContext {
+  // Model, GPU, layout (tp/pp/ep), weight and KV dtypes, kv_window, and the engine limits
+  // max_batched_tokens and max_running (a table's coverage is checked against them).
+  // REQUIRES for roofline: ValidateMemoryInputs(memory) returns nothing.
+  MemoryInputs memory;
+  LinkSpec tp_link;          // between the tp ranks of a stage (hardware.intra_node_link)
+  LinkSpec pp_link;          // between pipeline stages (intra or inter node)
+  std::string scenario_dir;  // folder of the scenario file ("" = current directory)
+  CudaGraphPolicy cuda_graphs;  // engine.cuda_graphs; disabled = no decorator
+};
+
+// The valid `kind` names, sorted.
+const std::vector<std::string>& StepModelKinds();
+
+// `node` is the `engine.step_model` map. Every error is located at the offending field.
+Expected<std::unique_ptr<StepCostModel>> MakeStepCostModel(const YamlNode& node,
+                                                           const StepModelContext& ctx);
+
+// Resolves a `file:` value against the scenario folder (absolute paths stay as they are).
+std::string ResolveScenarioPath(const std::string& scenario_dir, const std::string& file);
+
+}  // namespace fleetplan

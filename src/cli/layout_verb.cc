@@ -1,0 +1,208 @@
+// `fleetplan layout`: which TP × PP × EP × DP composition each replica should use on a
+// cluster, ranked for prefill and decode, with every rejected composition's reason.
+// Parses flags, calls plan/layout, prints. Values are taken as text and parsed here so a
+// bad value is a located input error (exit 3): "--batch: expected an integer, got 'x'".
+#include <charconv>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.h"
+#include "fleetplan/catalog/catalog.h"
+#include "fleetplan/core/error.h"
+#include "fleetplan/core/json.h"
+#include "fleetplan/plan/cluster_file.h"
+#include "fleetplan/plan/layout.h"
+#include "fleetplan/plan/layout_report.h"
+
+namespace fleetplan::cli {
+namespace {
+
+struct TextFlag {
+  std::string text;
+  CLI::Option* option = nullptr;
+  bool given() const { return option != nullptr && option->count() > 0; }
+};
+
+struct LayoutFlags {
+  TextFlag model, cluster, weight_dtype, kv_dtype, context, batch, prefill_tokens, microbatches, runtime,
+      all_reduce, tp, pp, ep, dp, utilization, rows, close_call;
+  std::vector<std::string> catalogs;
+  std::vector<std::string> without;
+  bool allow_cross_node_tp = false;
+  bool json = false;
+};
+
+Status FlagError(std::string_view flag, std::string_view message) {
+  return LocatedError(SourceLocation{}, flag, message);
+}
+
+Expected<int64_t> IntFlag(std::string_view flag, const std::string& text) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    return FlagError(flag, fmt::format("expected an integer, got {}", QuoteValue(text)));
+  }
+  return v;
+}
+
+Expected<double> NumberFlag(std::string_view flag, const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v)) {
+    return FlagError(flag, fmt::format("expected a number, got {}", QuoteValue(text)));
+  }
+  return v;
+}
+
+Status SetInt(const TextFlag& f, std::string_view name, int64_t& out) {
+  if (!f.given()) return Status::Ok();
+  FP_ASSIGN_OR_RETURN(out, IntFlag(name, f.text));
+  return Status::Ok();
+}
+
+Status SetOptionalInt(const TextFlag& f, std::string_view name, std::optional<int64_t>& out) {
+  if (!f.given()) return Status::Ok();
+  FP_ASSIGN_OR_RETURN(const int64_t v, IntFlag(name, f.text));
+  out = v;
+  return Status::Ok();
+}
+
+Status SetDType(const TextFlag& f, std::string_view name, DType& out) {
+  if (!f.given()) return Status::Ok();
+  Expected<DType> t = ParseDType(f.text);
+  if (!t.ok()) return FlagError(name, t.status().message());
+  out = *t;
+  return Status::Ok();
+}
+
+Expected<AllReduceAlgorithm> ParseAlgorithm(const std::string& text) {
+  const std::vector<std::string> names = {std::string(AllReduceAlgorithmName(AllReduceAlgorithm::kRing)),
+                                          std::string(AllReduceAlgorithmName(AllReduceAlgorithm::kTree))};
+  if (text == names[0]) return AllReduceAlgorithm::kRing;
+  if (text == names[1]) return AllReduceAlgorithm::kTree;
+  return FlagError("--all-reduce", UnknownNameMessage("all-reduce algorithm", text, names));
+}
+
+Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& r, std::vector<std::string>& derived) {
+  Expected<ModelSpec> model = catalog.Model(f.model.text);
+  if (!model.ok()) return FlagError("--model", model.status().message());
+  r.model = std::move(model).value();
+  FP_RETURN_IF_ERROR(SetDType(f.weight_dtype, "--weight-dtype", r.weight_dtype));
+  FP_RETURN_IF_ERROR(SetDType(f.kv_dtype, "--kv-dtype", r.kv_dtype));
+  const bool context_capped = !f.context.given() && r.model.max_context > 0 && r.model.max_context < r.context;
+  if (context_capped) r.context = r.model.max_context;
+  FP_RETURN_IF_ERROR(SetInt(f.context, "--context", r.context));
+  FP_RETURN_IF_ERROR(SetInt(f.batch, "--batch", r.batch));
+  FP_RETURN_IF_ERROR(SetInt(f.prefill_tokens, "--prefill-tokens", r.prefill_tokens));
+  FP_RETURN_IF_ERROR(SetInt(f.microbatches, "--microbatches", r.microbatches));
+  FP_RETURN_IF_ERROR(SetOptionalInt(f.tp, "--tp", r.tp));
+  FP_RETURN_IF_ERROR(SetOptionalInt(f.pp, "--pp", r.pp));
+  FP_RETURN_IF_ERROR(SetOptionalInt(f.ep, "--ep", r.ep));
+  FP_RETURN_IF_ERROR(SetOptionalInt(f.dp, "--dp", r.dp));
+  if (f.runtime.given()) r.runtime = f.runtime.text;
+  if (f.all_reduce.given()) {
+    FP_ASSIGN_OR_RETURN(r.all_reduce, ParseAlgorithm(f.all_reduce.text));
+  }
+  if (f.utilization.given()) {
+    FP_ASSIGN_OR_RETURN(r.gpu_memory_utilization, NumberFlag("--gpu-memory-utilization", f.utilization.text));
+    if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1)) {
+      return FlagError("--gpu-memory-utilization",
+                       fmt::format("expected a number in (0, 1], got {}", QuoteValue(f.utilization.text)));
+    }
+  }
+  if (f.close_call.given()) {
+    FP_ASSIGN_OR_RETURN(r.close_call_share, NumberFlag("--close-call", f.close_call.text));
+  }
+  r.allow_cross_node_tp = f.allow_cross_node_tp;
+  if (!f.context.given()) {
+    derived.push_back(fmt::format("context {}: {} (--context not given)", r.context,
+                                  context_capped ? "the model's max_context, below the default" : "default"));
+  }
+  if (!f.batch.given()) derived.push_back(fmt::format("batch {}: default (--batch not given)", r.batch));
+  if (!f.prefill_tokens.given()) {
+    derived.push_back(fmt::format("prefill tokens {}: default (--prefill-tokens not given)", r.prefill_tokens));
+  }
+  return Status::Ok();
+}
+
+Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
+  if (paths.empty()) return Catalog::Builtin();
+  return Catalog::WithUserFiles(paths);
+}
+
+Status RunLayout(const LayoutFlags& f, std::ostream& out) {
+  FP_ASSIGN_OR_RETURN(const Catalog catalog, LoadCatalog(f.catalogs));
+  FP_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(f.cluster.text, catalog, "--cluster"));
+  FP_ASSIGN_OR_RETURN(cluster, ApplyRemovals(std::move(cluster), f.without, "--without"));
+  LayoutRequest request;
+  std::vector<std::string> derived;
+  FP_RETURN_IF_ERROR(FillRequest(f, catalog, request, derived));
+  int64_t rows = kLayoutTextRows;
+  FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
+  FP_ASSIGN_OR_RETURN(LayoutResult result, SearchLayouts(request, cluster));
+  result.derived.insert(result.derived.end(), derived.begin(), derived.end());
+  if (f.json) {
+    FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(LayoutReportJson(result, cluster)));
+    out << text;
+  } else {
+    out << LayoutReportText(result, cluster, rows);
+  }
+  if (!result.feasible.empty()) return Status::Ok();
+  return Status(StatusCode::kCheckFailed,
+                fmt::format("fleetplan layout: no feasible layout ({} rejected; each with its reason above)",
+                            result.rejected.size()));
+}
+
+void AddText(CLI::App* cmd, TextFlag& flag, const std::string& name, const std::string& help) {
+  flag.option = cmd->add_option(name, flag.text, help);
+}
+
+}  // namespace
+
+void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
+  CLI::App* cmd = app.add_subcommand(
+      "layout",
+      "Which TP x PP x EP x DP layout should each replica use on this cluster? Ranks feasible "
+      "layouts for prefill and decode separately, with memory per rank, step times, "
+      "communication and the reason for every rejected layout. Exit 0 some layout is feasible, "
+      "1 none is, 2 usage, 3 invalid input.");
+  auto flags = std::make_shared<LayoutFlags>();
+  LayoutFlags& f = *flags;
+  AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`)");
+  f.model.option->required();
+  AddText(cmd, f.cluster, "--cluster", "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g");
+  f.cluster.option->required();
+  AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default bf16)");
+  AddText(cmd, f.kv_dtype, "--kv-dtype", "KV-cache format (default bf16)");
+  AddText(cmd, f.context, "--context", "Tokens per resident sequence (default 8192)");
+  AddText(cmd, f.batch, "--batch", "Decode sequences per step and per replica (default 64)");
+  AddText(cmd, f.prefill_tokens, "--prefill-tokens", "Tokens of the prefill step evaluated (default 8192)");
+  AddText(cmd, f.microbatches, "--microbatches", "Microbatches per step for pp > 1 (default 1)");
+  AddText(cmd, f.runtime, "--runtime", "Serving runtime whose compositions are enumerated: sglang|trtllm|vllm (default vllm)");
+  AddText(cmd, f.all_reduce, "--all-reduce", "TP all-reduce algorithm: ring|tree (default ring)");
+  AddText(cmd, f.tp, "--tp", "Only this tp");
+  AddText(cmd, f.pp, "--pp", "Only this pp");
+  AddText(cmd, f.ep, "--ep", "Only this ep");
+  AddText(cmd, f.dp, "--dp", "Data-parallel replicas wanted (default: every replica that fits)");
+  AddText(cmd, f.utilization, "--gpu-memory-utilization", "Share of GPU memory the engine may use (default 0.9)");
+  AddText(cmd, f.close_call, "--close-call", "Share of the winner within which layouts are too close to call (default 0.05)");
+  AddText(cmd, f.rows, "--rows", "Rows of each ranking table in the text (default 10)");
+  cmd->add_option("--without", f.without,
+                  "What if it is lost: gpu:NODE/I, node:N, rack:R, zone:Z, nvlink:NODE, network:NODE, dtype:T; repeatable");
+  cmd->add_flag("--allow-cross-node-tp", f.allow_cross_node_tp,
+                "Allow TP groups over links slower than the GPU's NVLink (across nodes, or a node whose NVLink is down)");
+  cmd->add_option("--catalog", f.catalogs, "User catalog file (YAML); repeatable");
+  cmd->add_flag("--json", f.json, "Print JSON instead of text");
+  cmd->callback([flags, &action] {
+    action = [flags](std::ostream& out, std::ostream& /*err*/) { return RunLayout(*flags, out); };
+  });
+}
+
+}  // namespace fleetplan::cli

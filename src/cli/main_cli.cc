@@ -1,0 +1,78 @@
+#include <exception>
+#include <string>
+
+#include "cli/verbs.h"
+
+namespace fleetplan::cli {
+namespace {
+
+constexpr const char* kDescription =
+    "fleetplan: a deterministic planner and discrete-event simulator for LLM inference "
+    "platforms.\n"
+    "Exit codes: 0 done, 1 a requested check failed, 2 usage error, 3 invalid input, "
+    "70 internal error.";
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  fleetplan fit --model atlas-70b --gpu h100-sxm-80g --tp 4 --context 32768 --concurrency 64\n"
+    "  fleetplan fit --scenario scenario.yaml --json\n"
+    "  fleetplan catalog models\n"
+    "Run `fleetplan VERB --help` for a verb's options.";
+
+}  // namespace
+
+int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{kDescription, "fleetplan"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fleetplan 0.1.0");
+
+  VerbAction action;
+  RegisterCatalogVerb(app, action);
+  RegisterFitVerb(app, action);
+  RegisterSimulateVerb(app, action);
+  RegisterReportVerb(app, action);
+  RegisterLayoutVerb(app, action);
+  RegisterPlaceVerb(app, action);
+  RegisterExpertsVerb(app, action);
+  RegisterTraceVerb(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp& e) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // Help for a subcommand arrives here too (as a success-coded error).
+    if (e.get_exit_code() == 0) {
+      app.exit(e, out, err);
+      return 0;
+    }
+    err << "fleetplan: " << e.what() << "\n";
+    err << "Run `fleetplan --help` (or `fleetplan VERB --help`) for usage.\n";
+    return static_cast<int>(StatusCode::kUsage);
+  }
+  if (!action) {
+    err << "fleetplan: no action for this command\n";
+    return static_cast<int>(StatusCode::kUsage);
+  }
+  try {
+    Status status = action(out, err);
+    if (!status.ok()) {
+      err << status.message();
+      if (status.message().empty() || status.message().back() != '\n') err << "\n";
+    }
+    return status.exit_code();
+  } catch (const std::exception& e) {
+    err << "fleetplan internal error: " << e.what() << "\n";
+    return static_cast<int>(StatusCode::kInternal);
+  }
+}
+
+}  // namespace fleetplan::cli

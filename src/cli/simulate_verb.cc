@@ -1,0 +1,109 @@
+// `fleetplan simulate [SCENARIO]`: run a scenario (the built-in Atlas one by default)
+// through the fleet simulator and write its report. Parses, calls fleet/run.h, prints.
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.h"
+#include "fleetplan/core/json.h"
+#include "fleetplan/core/units_parse.h"
+#include "fleetplan/fleet/run.h"
+#include "fleetplan/fleet/scenario.h"
+
+namespace fleetplan::cli {
+namespace {
+
+struct SimulateFlags {
+  std::string scenario;
+  std::string out;
+  std::string seed;
+  std::string requests;
+  std::string duration;
+  bool json = false;
+  bool print_scenario = false;
+  bool no_requests = false;
+  bool no_timeline = false;
+  bool quiet = false;
+};
+
+Expected<int64_t> ParseCount(std::string_view flag, const std::string& text, int64_t min) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v >= min) return static_cast<int64_t>(v);
+  } catch (const std::exception&) {
+  }
+  return InvalidInput(fmt::format("{}: expected an integer >= {}, got '{}'", flag, min, text));
+}
+
+Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
+  if (f.print_scenario) {
+    out << AtlasScenarioYaml();
+    return Status::Ok();
+  }
+  FP_ASSIGN_OR_RETURN(Scenario scenario, f.scenario.empty() ? LoadAtlasScenario() : LoadScenario(f.scenario));
+  RunOptions opt;
+  if (!f.out.empty()) opt.out_dir = f.out;
+  if (!f.seed.empty()) {
+    FP_ASSIGN_OR_RETURN(int64_t seed, ParseCount("--seed", f.seed, 0));
+    opt.seed = static_cast<uint64_t>(seed);
+  }
+  if (!f.requests.empty()) {
+    FP_ASSIGN_OR_RETURN(opt.requests, ParseCount("--requests", f.requests, 1));
+  }
+  if (!f.duration.empty()) {
+    auto d = ParseDuration(f.duration);
+    if (!d.ok()) return InvalidInput("--duration: " + d.status().message());
+    opt.duration = *d;
+  }
+  if (f.no_requests) opt.write_requests = false;
+  if (f.no_timeline) opt.write_timeline = false;
+  if (!f.quiet) {
+    opt.progress = [&err](SimTime now, int64_t done) {
+      err << fmt::format("\rsimulated {:.1f} s, {} requests done", now.seconds(), done) << std::flush;
+    };
+  }
+  FP_ASSIGN_OR_RETURN(RunResult result, RunScenario(scenario, opt));
+  if (!f.quiet && result.events >= Simulation::kProgressEvents) err << "\n";
+  if (f.json) {
+    FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result.report));
+    out << text;
+  } else {
+    out << result.summary;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
+  auto flags = std::make_shared<SimulateFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "simulate",
+      "Simulate a fleet on a workload and report per-class latency, SLO attainment and goodput.\n"
+      "With no SCENARIO, runs the built-in Atlas scenario (print it with --print-scenario).");
+  sub->add_option("scenario", flags->scenario, "Scenario YAML file (format: docs/scenario.md)");
+  sub->add_option("--out", flags->out, "Output folder (default: the scenario's output.dir)");
+  sub->add_option("--seed", flags->seed, "Master seed (default: the scenario's seed)");
+  sub->add_option("--requests", flags->requests, "Stop the workload after N requests");
+  sub->add_option("--duration", flags->duration, "Stop arrivals after this simulated time, e.g. 2m");
+  sub->add_flag("--json", flags->json, "Print report.json to stdout instead of the table");
+  sub->add_flag("--print-scenario", flags->print_scenario, "Print the built-in Atlas scenario YAML and exit");
+  sub->add_flag("--no-requests", flags->no_requests, "Do not write requests.jsonl");
+  sub->add_flag("--no-timeline", flags->no_timeline, "Do not write timeline.json");
+  sub->add_flag("--quiet", flags->quiet, "No progress line on stderr");
+  sub->footer(
+      "Outputs (under --out or output.dir): report.json (canonical, byte-identical for the same\n"
+      "scenario and seed), requests.jsonl (one record per request; `fleetplan report` reads it),\n"
+      "timeline.json (Chrome trace events: open in Perfetto).\n"
+      "Examples:\n"
+      "  fleetplan simulate\n"
+      "  fleetplan simulate --print-scenario > atlas.yaml\n"
+      "  fleetplan simulate atlas.yaml --seed 7 --out out/run7 --json");
+  sub->callback([flags, &action] {
+    action = [flags](std::ostream& out, std::ostream& err) { return RunSimulate(*flags, out, err); };
+  });
+}
+
+}  // namespace fleetplan::cli

@@ -1,0 +1,32 @@
+// The `fleetplan` command's verbs. Each verb lives in its own file (src/cli/<verb>_verb.cc)
+// and registers one CLI11 subcommand. Parsing fills the verb's options; when the
+// subcommand was chosen, its callback stores the action to run in `action`. Actions return
+// a Status whose code is the exit code (core/status.h); they print results to `out`.
+//
+// A verb only parses, calls libfleetplan and prints: no decisions live here.
+#pragma once
+
+#include <functional>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+
+#include "fleetplan/core/status.h"
+
+namespace fleetplan::cli {
+
+using VerbAction = std::function<Status(std::ostream& out, std::ostream& err)>;
+
+void RegisterCatalogVerb(CLI::App& app, VerbAction& action);
+void RegisterFitVerb(CLI::App& app, VerbAction& action);
+void RegisterSimulateVerb(CLI::App& app, VerbAction& action);
+void RegisterReportVerb(CLI::App& app, VerbAction& action);
+void RegisterLayoutVerb(CLI::App& app, VerbAction& action);
+void RegisterPlaceVerb(CLI::App& app, VerbAction& action);
+void RegisterExpertsVerb(CLI::App& app, VerbAction& action);
+void RegisterTraceVerb(CLI::App& app, VerbAction& action);
+
+// Runs the command line; returns the process exit code.
+int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace fleetplan::cli

@@ -1,0 +1,191 @@
+#include "fleetplan/core/error.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/utf8.h"
+
+namespace fleetplan {
+namespace {
+
+// Width of the line-number gutter in snippets, as clang prints it ("   14 | ").
+constexpr int kGutterWidth = 5;
+// Longest value QuoteValue shows whole (characters); enough for any name or number.
+constexpr std::size_t kMaxQuotedChars = 80;
+
+std::string LocationPrefix(const SourceLocation& where) {
+  if (where.file.empty()) return "";
+  std::string out = where.file;
+  if (where.line > 0) {
+    out += fmt::format(":{}", where.line);
+    if (where.column > 0) out += fmt::format(":{}", where.column);
+  }
+  out += ": ";
+  return out;
+}
+
+// Byte offsets where each code point of `line` starts.
+std::vector<std::size_t> CodePointStarts(std::string_view line) {
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (!utf8::IsContinuation(line[i])) starts.push_back(i);
+  }
+  return starts;
+}
+
+// The source line (or a window of it around the caret) and the pad that puts a caret
+// under `column`. Tabs are copied into the pad so the caret lines up.
+struct Snippet {
+  std::string shown;
+  std::string pad;
+};
+
+Snippet MakeSnippet(std::string_view line, int column) {
+  const std::vector<std::size_t> starts = CodePointStarts(line);
+  const std::size_t n = starts.size();
+  const auto at = [&](std::size_t cp) { return cp < n ? starts[cp] : line.size(); };
+  // Caret index in code points, clamped to one past the end of the line.
+  const std::size_t caret = std::min(static_cast<std::size_t>(std::max(column, 1) - 1), n);
+  const auto max_chars = static_cast<std::size_t>(kMaxSnippetChars);
+  std::size_t begin = 0;
+  std::size_t end = n;
+  if (n > max_chars) {
+    begin = caret > max_chars / 2 ? caret - max_chars / 2 : 0;
+    end = std::min(n, begin + max_chars);
+    begin = end - max_chars;
+  }
+  Snippet s;
+  if (begin > 0) {
+    s.shown = "...";
+    s.pad = "   ";
+  }
+  for (char c : line.substr(at(begin), at(end) - at(begin))) {
+    const auto u = static_cast<unsigned char>(c);
+    s.shown += (u < 0x20 && c != '\t') || u == 0x7F ? '?' : c;  // keep the terminal sane
+  }
+  if (end < n) s.shown += "...";
+  for (std::size_t cp = begin; cp < caret; ++cp) {
+    s.pad += line[at(cp)] == '\t' ? '\t' : ' ';
+  }
+  return s;
+}
+
+std::string NormalizeName(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c == '-') c = '_';
+  }
+  return out;
+}
+
+// Optimal-string-alignment distance (Damerau-Levenshtein without repeated edits of a
+// substring), O(|a|*|b|) time, three rows of memory.
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev2(b.size() + 1);
+  std::vector<std::size_t> prev(b.size() + 1);
+  std::vector<std::size_t> cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
+    }
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::string FormatLocatedError(const SourceLocation& where, std::string_view path,
+                               std::string_view message) {
+  std::string out = LocationPrefix(where);
+  if (!path.empty()) out += fmt::format("{}: ", path);
+  out += message;
+  if (where.line <= 0 || where.source_line.empty()) return out;
+  const int width = std::max(kGutterWidth, static_cast<int>(fmt::formatted_size("{}", where.line)));
+  const Snippet snippet = MakeSnippet(where.source_line, where.column);
+  out += fmt::format("\n{:>{}} | {}\n", where.line, width, snippet.shown);
+  if (where.column > 0) out += fmt::format("{:>{}} | {}^\n", "", width, snippet.pad);
+  return out;
+}
+
+Status LocatedError(const SourceLocation& where, std::string_view path, std::string_view message) {
+  return InvalidInput(FormatLocatedError(where, path, message));
+}
+
+std::string QuoteValue(std::string_view text) {
+  std::string out = "'";
+  std::size_t chars = 0;
+  std::size_t next_invalid = utf8::FindInvalid(text);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!utf8::IsContinuation(c) && ++chars > kMaxQuotedChars) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (i == next_invalid) {
+      // Not UTF-8: show the byte, keep the message valid UTF-8, and resume after it.
+      out += fmt::format("\\x{:02x}", u);
+      const std::size_t rest = utf8::FindInvalid(text.substr(i + 1));
+      next_invalid = rest == std::string_view::npos ? rest : i + 1 + rest;
+      if (utf8::IsContinuation(c)) ++chars;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7F) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+std::string DidYouMean(std::string_view got, std::span<const std::string> candidates) {
+  const std::string norm = NormalizeName(got);
+  if (norm.empty()) return "";
+  const std::size_t threshold = std::max<std::size_t>(2, norm.size() / 3);
+  const std::string* best = nullptr;
+  std::size_t best_distance = threshold + 1;
+  for (const std::string& candidate : candidates) {
+    const std::string cand = NormalizeName(candidate);
+    const std::size_t longer = std::max(norm.size(), cand.size());
+    const std::size_t shorter = std::min(norm.size(), cand.size());
+    if (longer - shorter >= best_distance) continue;  // cannot beat the best so far
+    const std::size_t d = EditDistance(norm, cand);
+    if (d < best_distance && d < longer) {
+      best = &candidate;
+      best_distance = d;
+    }
+  }
+  return best != nullptr ? *best : "";
+}
+
+std::string UnknownNameMessage(std::string_view what, std::string_view got,
+                               std::span<const std::string> candidates) {
+  std::string out = fmt::format("unknown {} {}", what, QuoteValue(got));
+  const std::string suggestion = DidYouMean(got, candidates);
+  if (!suggestion.empty()) out += fmt::format("; did you mean '{}'?", suggestion);
+  if (!candidates.empty()) out += fmt::format(" (valid: {})", fmt::join(candidates, ", "));
+  return out;
+}
+
+}  // namespace fleetplan

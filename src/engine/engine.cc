@@ -1,0 +1,524 @@
+#include "fleetplan/engine/engine.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "engine/engine_live.h"
+
+namespace fleetplan {
+
+std::string_view RequestStatusName(RequestStatus s) {
+  switch (s) {
+    case RequestStatus::kOk: return "ok";
+    case RequestStatus::kRejected: return "rejected";
+    case RequestStatus::kCancelled: return "cancelled";
+    case RequestStatus::kTimeout: return "timeout";
+  }
+  return "unknown";
+}
+
+Json EngineStats::ToJson(int64_t kv_blocks, Duration span) const {
+  Json j;
+  j["steps"] = steps;
+  j["prefill_tokens"] = prefill_tokens;
+  j["decode_tokens"] = decode_tokens;
+  j["tokens_per_step"] = steps > 0 ? RoundForReport(static_cast<double>(prefill_tokens + decode_tokens) /
+                                                    static_cast<double>(steps))
+                                   : 0.0;
+  j["preemptions"] = preemptions;
+  j["rejections"] = rejections;
+  j["cancellations"] = cancellations;
+  j["timeouts"] = timeouts;
+  j["completed"] = completed;
+  j["kv_blocks"] = kv_blocks;
+  j["kv_peak_utilization"] =
+      kv_blocks > 0 ? RoundForReport(static_cast<double>(kv_peak_blocks) / static_cast<double>(kv_blocks)) : 0.0;
+  const double span_s = span.seconds();
+  j["kv_mean_utilization"] =
+      (kv_blocks > 0 && span_s > 0) ? RoundForReport(kv_block_seconds / span_s / static_cast<double>(kv_blocks))
+                                    : 0.0;
+  j["busy_fraction"] = span_s > 0 ? RoundForReport(busy.seconds() / span_s) : 0.0;
+  j["max_decode_gap_ms"] = RoundForReport(max_decode_gap.millis());
+  j["steps_over_time_cap"] = steps_over_time_cap;
+  j["extrapolated_steps"] = extrapolated_steps;
+  Json cache = prefix_cache.ToJson();
+  cache["mean_pool_share"] =
+      (kv_blocks > 0 && span_s > 0) ? RoundForReport(kv_cached_block_seconds / span_s / static_cast<double>(kv_blocks))
+                                    : 0.0;
+  j["prefix_cache"] = std::move(cache);
+  return j;
+}
+
+Expected<std::unique_ptr<Engine>> Engine::Create(int32_t replica, const EngineConfig& config,
+                                                 const StepCostModel* cost, EngineObserver* observer) {
+  FP_ASSERT(cost != nullptr);
+  const auto& s = config.scheduler;
+  if (s.max_batched_tokens < 1) return InvalidInput("engine.scheduler.max_batched_tokens must be >= 1");
+  if (s.max_running < 1) return InvalidInput("engine.scheduler.max_running must be >= 1");
+  if (s.chunk_tokens < 1) return InvalidInput("engine.scheduler.chunk_tokens must be >= 1");
+  if (config.block_tokens < 1) return InvalidInput("engine.kv.block_tokens must be >= 1");
+  if (config.kv_blocks < 1) {
+    return InvalidInput(fmt::format("the KV pool has {} blocks: the model leaves no memory for KV cache",
+                                    config.kv_blocks));
+  }
+  FP_ASSIGN_OR_RETURN(auto policy, MakeSchedulingPolicy(s));
+  return std::unique_ptr<Engine>(new Engine(replica, config, cost, std::move(policy), observer));
+}
+
+Engine::Engine(int32_t replica, const EngineConfig& config, const StepCostModel* cost,
+               std::unique_ptr<SchedulingPolicy> policy, EngineObserver* observer)
+    : replica_(replica),
+      config_(config),
+      cost_(cost),
+      policy_(std::move(policy)),
+      observer_(observer),
+      pool_(config.kv_blocks),
+      scope_base_(HashScopeBase(config.prefix_cache.scope)) {}
+
+Engine::~Engine() = default;
+
+// ---------------------------------------------------------------------------------------
+// Request lifetime
+
+int32_t Engine::NewSlot(const Request& r, SimTime now) {
+  int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Live& l = slots_[static_cast<size_t>(slot)];
+  l = Live{};
+  l.req = r;
+  l.num_tokens = r.prompt_tokens();
+  l.enqueued_step = step_index_;
+  l.last_token = now;
+  l.in_use = true;
+  index_.emplace(r.id, slot);
+  outstanding_tokens_ += l.remaining_work();
+  return slot;
+}
+
+void Engine::FreeSlot(int32_t slot) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  index_.erase(l.req.id);
+  l = Live{};  // drops the prompt and block vectors: per-request state is freed
+  free_slots_.push_back(slot);
+}
+
+void Engine::End(int32_t slot, RequestStatus status, SimTime now, std::string reason) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  pool_.Release(l.blocks);
+  outstanding_tokens_ -= l.remaining_work();
+  RequestOutcome o;
+  o.id = l.req.id;
+  o.class_id = l.req.class_id;
+  o.tenant = l.req.tenant;
+  o.replica = replica_;
+  o.status = status;
+  o.arrival = l.req.arrival;
+  o.first_token = l.first_token;
+  o.finish = now;
+  o.input_tokens = l.req.prompt_tokens();
+  o.output_tokens = l.generated;
+  o.itl_max = l.itl_max;
+  o.preemptions = l.preemptions;
+  o.cached_tokens = l.cached_tokens;
+  o.reason = std::move(reason);
+  switch (status) {
+    case RequestStatus::kOk: ++stats_.completed; break;
+    case RequestStatus::kCancelled: ++stats_.cancellations; break;
+    case RequestStatus::kTimeout: ++stats_.timeouts; break;
+    case RequestStatus::kRejected: ++stats_.rejections; break;
+  }
+  FreeSlot(slot);
+  if (observer_ != nullptr) observer_->OnRequestDone(o);
+}
+
+void Engine::Reject(const Request& r, SimTime now, std::string reason) {
+  ++stats_.rejections;
+  if (observer_ == nullptr) return;
+  RequestOutcome o;
+  o.id = r.id;
+  o.class_id = r.class_id;
+  o.tenant = r.tenant;
+  o.replica = replica_;
+  o.status = RequestStatus::kRejected;
+  o.arrival = r.arrival;
+  o.finish = now;
+  o.input_tokens = r.prompt_tokens();
+  o.reason = std::move(reason);
+  observer_->OnRequestDone(o);
+}
+
+bool Engine::DeadlineUnreachable(const Request& r, SimTime now) const {
+  // Optimistic prediction: the prompt alone in one step, then every output token in a
+  // decode step shared with everything running now. If even that misses the deadline,
+  // the work is worthless and admitting it would only delay others. A prefix the cache
+  // holds now is assumed still there at admission.
+  const int64_t prompt = r.prompt_tokens();
+  const int64_t cached = config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
+  const StepChunk prefill{cached, prompt - cached, false};
+  Duration predicted = config_.host_overhead + cost_->Cost({&prefill, 1}).gpu;
+  if (r.output_tokens > 1) {
+    std::vector<StepChunk> decode(static_cast<size_t>(running_count() + 1), StepChunk{prompt, 1, true});
+    predicted += (config_.host_overhead + cost_->Cost(decode).gpu) * (r.output_tokens - 1);
+  }
+  return now + predicted > *r.deadline;
+}
+
+void Engine::Submit(const Request& r, SimTime now) {
+  FP_ASSERT(r.output_tokens >= 1 && r.prompt_tokens() >= 1);
+  const auto& s = config_.scheduler;
+  if (s.max_waiting > 0 && waiting_count() >= s.max_waiting) {
+    Reject(r, now, fmt::format("waiting queue full ({} requests)", s.max_waiting));
+    return;
+  }
+  const int64_t need = BlocksForTokens(r.prompt_tokens() + r.output_tokens, config_.block_tokens);
+  if (need > pool_.total()) {
+    Reject(r, now, fmt::format("needs {} KV blocks for {} tokens; the pool has {}", need,
+                               r.prompt_tokens() + r.output_tokens, pool_.total()));
+    return;
+  }
+  if (r.deadline && config_.reject_unreachable_deadline && DeadlineUnreachable(r, now)) {
+    Reject(r, now, "predicted completion is past the deadline");
+    return;
+  }
+  waiting_.push_back(NewSlot(r, now));
+}
+
+void Engine::Cancel(RequestId id, SimTime now) {
+  auto it = index_.find(id);
+  if (it == index_.end()) return;  // already finished or rejected
+  const int32_t slot = it->second;
+  Live& l = slots_[static_cast<size_t>(slot)];
+  if (l.cancelled) return;
+  auto w = std::find(waiting_.begin(), waiting_.end(), slot);
+  if (w != waiting_.end()) {
+    waiting_.erase(w);
+    End(slot, RequestStatus::kCancelled, now);
+    return;
+  }
+  RemoveRunning(slot);
+  if (in_flight_ && l.scheduled_step == step_index_) {
+    l.cancelled = true;  // FinishStep releases its blocks: the step in flight still uses them
+    return;
+  }
+  End(slot, RequestStatus::kCancelled, now);
+}
+
+// ---------------------------------------------------------------------------------------
+// Planning a step
+
+void Engine::InsertRunning(int32_t slot) {
+  const Request& r = slots_[static_cast<size_t>(slot)].req;
+  auto before = [&](int32_t other) {
+    const Request& o = slots_[static_cast<size_t>(other)].req;
+    if (o.priority != r.priority) return o.priority < r.priority;
+    return std::make_pair(o.arrival, o.id) > std::make_pair(r.arrival, r.id);
+  };
+  running_.insert(std::find_if(running_.begin(), running_.end(), before), slot);
+  slots_[static_cast<size_t>(slot)].running = true;
+}
+
+void Engine::RemoveRunning(int32_t slot) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  if (!l.running) return;
+  l.running = false;
+  running_.erase(std::find(running_.begin(), running_.end(), slot));
+}
+
+void Engine::ExpireWaiting(SimTime now) {
+  for (size_t i = 0; i < waiting_.size();) {
+    const Live& l = slots_[static_cast<size_t>(waiting_[i])];
+    if (l.req.deadline && *l.req.deadline <= now) {
+      const int32_t slot = waiting_[i];
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+      End(slot, RequestStatus::kTimeout, now, "deadline passed while waiting");
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < running_.size();) {
+    const Live& l = slots_[static_cast<size_t>(running_[i])];
+    if (l.req.deadline && *l.req.deadline <= now) {
+      const int32_t slot = running_[i];
+      RemoveRunning(slot);
+      End(slot, RequestStatus::kTimeout, now, "deadline passed while running");
+    } else {
+      ++i;
+    }
+  }
+}
+
+void Engine::Preempt(int32_t slot) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  pool_.Release(l.blocks);
+  l.blocks.clear();
+  l.sealed = 0;
+  outstanding_tokens_ += l.num_computed;
+  l.num_computed = 0;
+  ++l.preemptions;
+  ++stats_.preemptions;
+  l.gap_spans_preemption = true;
+  l.enqueued_step = step_index_;
+  RemoveRunning(slot);
+  waiting_.push_front(slot);
+}
+
+bool Engine::PreemptOneAfter(int32_t keep_slot) {
+  // Victim: the lowest-priority, latest-arrived running request not yet in this step.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    const int32_t victim = *it;
+    if (slots_[static_cast<size_t>(victim)].scheduled_step == step_index_) continue;
+    Preempt(victim);
+    return victim != keep_slot;
+  }
+  return false;
+}
+
+bool Engine::Grow(int32_t slot, int64_t new_tokens) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  const int64_t need =
+      BlocksForTokens(l.num_computed + new_tokens, config_.block_tokens) - static_cast<int64_t>(l.blocks.size());
+  if (need <= 0) return true;
+  FP_ASSERT(config_.admission == AdmissionMode::kOptimistic);  // reserve allocates up front
+  while (!pool_.Allocate(need, l.blocks)) {
+    if (!PreemptOneAfter(slot)) return false;
+  }
+  if (config_.prefix_cache.enabled) SyncPoolCounters();
+  return true;
+}
+
+void Engine::AddChunk(int32_t slot, int64_t new_tokens) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  l.scheduled_step = step_index_;
+  plan_.push_back({slot, new_tokens});
+  chunks_.push_back({l.num_computed, new_tokens, l.is_decode()});
+}
+
+int64_t Engine::CapByStepTime(int64_t new_tokens, int64_t context) const {
+  const auto cap = policy_->StepTimeCap();
+  const bool decoding = std::any_of(chunks_.begin(), chunks_.end(), [](const StepChunk& c) { return c.decode; });
+  if (!cap || !decoding) return new_tokens;
+  std::vector<StepChunk> trial(chunks_);
+  trial.push_back({context, new_tokens, false});
+  auto fits = [&](int64_t n) {
+    trial.back().new_tokens = n;
+    return config_.host_overhead + cost_->Cost(trial).gpu <= *cap;
+  };
+  if (fits(new_tokens)) return new_tokens;
+  int64_t lo = 0;  // largest known to fit (0 = none)
+  int64_t hi = new_tokens;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+int64_t Engine::PrefillChunk(const Live& l, int64_t budget, int64_t computed) const {
+  const int64_t remaining = l.num_tokens - computed;
+  const int64_t n = std::min({remaining, budget, policy_->ChunkCap()});
+  return n <= 0 ? 0 : CapByStepTime(n, computed);
+}
+
+void Engine::ScheduleDecodes(int64_t& budget) {
+  // Copy: preemption edits running_ while we walk it.
+  const std::vector<int32_t> order(running_);
+  for (int32_t slot : order) {
+    if (budget <= 0) break;
+    Live& l = slots_[static_cast<size_t>(slot)];
+    if (!l.in_use || l.scheduled_step == step_index_ || !l.is_decode()) continue;
+    if (!l.running) continue;  // preempted earlier in this step
+    if (!Grow(slot, 1) || !l.running) continue;
+    AddChunk(slot, 1);
+    --budget;
+  }
+}
+
+void Engine::SchedulePartialPrefills(int64_t& budget) {
+  std::vector<int32_t> order;
+  for (int32_t slot : running_) {
+    const Live& l = slots_[static_cast<size_t>(slot)];
+    if (l.scheduled_step != step_index_ && !l.is_decode()) order.push_back(slot);
+  }
+  if (policy_->ReordersPrefill()) {
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      const Live& x = slots_[static_cast<size_t>(a)];
+      const Live& y = slots_[static_cast<size_t>(b)];
+      return policy_->PrefillKey(x.req.priority, step_index_ - x.enqueued_step) >
+             policy_->PrefillKey(y.req.priority, step_index_ - y.enqueued_step);
+    });
+  }
+  for (int32_t slot : order) {
+    if (budget <= 0) break;
+    Live& l = slots_[static_cast<size_t>(slot)];
+    if (!l.running) continue;  // preempted earlier in this step
+    const int64_t n = PrefillChunk(l, budget, l.num_computed);
+    if (n <= 0) break;
+    if (!Grow(slot, n) || !l.running) continue;
+    AddChunk(slot, n);
+    budget -= n;
+  }
+}
+
+void Engine::ScheduleWaiting(int64_t& budget) {
+  std::vector<int32_t> order(waiting_.begin(), waiting_.end());
+  if (policy_->ReordersPrefill()) {
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      const Live& x = slots_[static_cast<size_t>(a)];
+      const Live& y = slots_[static_cast<size_t>(b)];
+      return policy_->PrefillKey(x.req.priority, step_index_ - x.enqueued_step) >
+             policy_->PrefillKey(y.req.priority, step_index_ - y.enqueued_step);
+    });
+  }
+  std::vector<int32_t> admitted;
+  const int64_t block = config_.block_tokens;
+  for (int32_t slot : order) {
+    if (budget <= 0 || running_count() >= config_.scheduler.max_running) break;
+    Live& l = slots_[static_cast<size_t>(slot)];
+    const Match m = config_.prefix_cache.enabled ? Lookup(l) : Match{};
+    const int64_t start = m.used_blocks * block;  // num_computed once admitted
+    const int64_t n = PrefillChunk(l, budget, start);
+    if (n <= 0) break;
+    const int64_t tokens = config_.admission == AdmissionMode::kReserve ? l.req.prompt_tokens() + l.req.output_tokens
+                                                                         : start + n;
+    const int64_t need = BlocksForTokens(tokens, block) - m.used_blocks;
+    // Head-of-line: when the first candidate's blocks are not free, nobody behind it is
+    // admitted either (a request is never starved by smaller ones behind it). Hits that
+    // are cached leave the free list, so they do not count as free for the rest.
+    if (need > FreeAfterAcquire(m)) break;
+    if (config_.prefix_cache.enabled) TakeHits(slot, m);
+    const bool allocated = pool_.Allocate(need, l.blocks);
+    FP_ASSERT(allocated);
+    InsertRunning(slot);
+    AddChunk(slot, n);
+    budget -= n;
+    admitted.push_back(slot);
+  }
+  if (config_.prefix_cache.enabled) SyncPoolCounters();
+  if (admitted.empty()) return;
+  std::erase_if(waiting_, [&](int32_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
+}
+
+std::optional<SimTime> Engine::StartStep(SimTime now) {
+  FP_ASSERT(!in_flight_);
+  ++step_index_;
+  ExpireWaiting(now);
+  plan_.clear();
+  chunks_.clear();
+  int64_t budget = config_.scheduler.max_batched_tokens;
+  if (policy_->PrefillBeforeDecode()) {
+    SchedulePartialPrefills(budget);
+    ScheduleWaiting(budget);
+    ScheduleDecodes(budget);
+  } else {
+    ScheduleDecodes(budget);
+    SchedulePartialPrefills(budget);
+    ScheduleWaiting(budget);
+  }
+  if (plan_.empty()) return std::nullopt;
+
+  const StepCost cost = cost_->Cost(chunks_);
+  in_flight_ = true;
+  step_start_ = now;
+  step_host_ = config_.host_overhead;
+  step_gpu_ = cost.gpu;
+  step_end_ = now + step_host_ + step_gpu_;
+  if (cost.extrapolated) ++stats_.extrapolated_steps;
+  return step_end_;
+}
+
+// ---------------------------------------------------------------------------------------
+// Applying a step
+
+void Engine::ApplyChunk(const Planned& p, SimTime now) {
+  Live& l = slots_[static_cast<size_t>(p.slot)];
+  l.num_computed += p.new_tokens;
+  outstanding_tokens_ -= p.new_tokens;
+  if (config_.prefix_cache.enabled) SealComputed(l);
+  if (l.num_computed < l.num_tokens) return;  // a prefill chunk that does not finish the prompt
+  ++l.generated;
+  if (!l.first_token) {
+    l.first_token = now;
+    if (observer_ != nullptr) observer_->OnFirstToken(replica_, l.req.id, now);
+  } else {
+    const Duration gap = now - l.last_token;
+    l.itl_max = std::max(l.itl_max, gap);
+    if (!l.gap_spans_preemption) stats_.max_decode_gap = std::max(stats_.max_decode_gap, gap);
+  }
+  l.gap_spans_preemption = false;
+  l.last_token = now;
+  if (l.generated == l.req.output_tokens) {
+    RemoveRunning(p.slot);
+    End(p.slot, RequestStatus::kOk, now);
+    return;
+  }
+  ++l.num_tokens;
+}
+
+void Engine::FinishStep(SimTime now) {
+  FP_ASSERT(in_flight_ && now == step_end_);
+  const StepShape shape = Summarize(chunks_);
+  stats_.prefill_tokens += shape.prefill_tokens;
+  stats_.decode_tokens += shape.decode_seqs;
+  ++stats_.steps;
+  stats_.busy += now - step_start_;
+  stats_.kv_peak_blocks = std::max(stats_.kv_peak_blocks, pool_.used_count());
+  stats_.kv_block_seconds += static_cast<double>(pool_.used_count()) * (now - step_start_).seconds();
+  stats_.kv_cached_block_seconds += static_cast<double>(pool_.cached_count()) * (now - step_start_).seconds();
+  const auto cap = policy_->StepTimeCap();
+  if (cap && shape.decode_seqs > 0 && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
+  if (observer_ != nullptr) {
+    observer_->OnStep({replica_, step_start_, now, shape, step_host_, step_gpu_, pool_.used_count(),
+                       pool_.cached_count(), pool_.evictable_count(), waiting_count(), running_count()});
+  }
+  in_flight_ = false;
+  for (const Planned& p : plan_) {
+    Live& l = slots_[static_cast<size_t>(p.slot)];
+    if (l.cancelled) {
+      End(p.slot, RequestStatus::kCancelled, now);  // blocks released only now
+      continue;
+    }
+    ApplyChunk(p, now);
+  }
+  plan_.clear();
+  chunks_.clear();
+}
+
+Status Engine::CheckInvariants() const {
+  FP_RETURN_IF_ERROR(pool_.CheckInvariants());
+  int64_t live = 0;
+  int64_t work = 0;
+  for (const Live& l : slots_) {
+    if (!l.in_use) continue;
+    ++live;
+    work += l.remaining_work();
+    if (l.num_computed > l.num_tokens) {
+      return InternalError(fmt::format("request {} computed {} of {} tokens", l.req.id, l.num_computed, l.num_tokens));
+    }
+    if (BlocksForTokens(l.num_computed, config_.block_tokens) > static_cast<int64_t>(l.blocks.size())) {
+      return InternalError(fmt::format("request {} computed {} tokens in {} blocks", l.req.id, l.num_computed,
+                                       l.blocks.size()));
+    }
+  }
+  // Sharing: each block's refcount is the number of live requests holding it.
+  FP_RETURN_IF_ERROR(CheckSharing());
+  if (live != static_cast<int64_t>(index_.size())) return InternalError("request index out of sync");
+  if (live != waiting_count() + running_count() &&
+      !(in_flight_)) {  // cancelled in-flight requests are in neither queue until the step ends
+    return InternalError(fmt::format("{} live requests but {} waiting + {} running", live, waiting_count(),
+                                     running_count()));
+  }
+  if (work != outstanding_tokens_) {
+    return InternalError(fmt::format("outstanding tokens {} but recount gives {}", outstanding_tokens_, work));
+  }
+  return Status::Ok();
+}
+
+}  // namespace fleetplan

@@ -1,0 +1,44 @@
+// Engine::Live: the per-request state of a live request (internal to the engine's .cc
+// files; engine.h documents the arithmetic). Freed when the request ends.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "fleetplan/engine/engine.h"
+
+namespace fleetplan {
+
+struct Engine::Live {
+  Request req;
+  int64_t num_tokens = 0;    // prompt + sampled so far
+  int64_t num_computed = 0;  // tokens whose KV exists
+  int64_t generated = 0;     // output tokens sampled
+  std::vector<BlockId> blocks;
+  std::optional<SimTime> first_token;
+  SimTime last_token;
+  Duration itl_max;
+  int64_t enqueued_step = 0;   // step index when it last entered the waiting queue
+  int64_t scheduled_step = -1; // step index of the last step that scheduled it
+  int32_t preemptions = 0;
+  bool gap_spans_preemption = false;
+  bool cancelled = false;
+  bool in_use = false;
+  bool running = false;        // member of running_ (kept so membership is O(1))
+
+  // Prefix cache. `hashes` are the chained identities of the full blocks this request
+  // can ever compute, under `scope` (valid while scope_epoch matches the engine's, or
+  // the recomputed scope is unchanged). Blocks [0, sealed) are full and immutable.
+  std::vector<BlockHash> hashes;
+  BlockHash scope;
+  int64_t scope_epoch = -1;    // -1: hashes not computed
+  bool publishable = true;     // false once an invalidation changed its scope
+  int64_t sealed = 0;
+  int64_t cached_tokens = 0;   // tokens taken from the cache, over admissions
+
+  // Tokens still to compute: the last sampled token is never computed.
+  int64_t remaining_work() const { return req.prompt_tokens() + req.output_tokens - 1 - num_computed; }
+  bool is_decode() const { return generated > 0 && num_tokens - num_computed == 1; }
+};
+
+}  // namespace fleetplan

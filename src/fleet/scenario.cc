@@ -1,0 +1,300 @@
+#include "fleetplan/fleet/scenario.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "fleetplan/catalog/catalog.h"
+#include "fleetplan/catalog/dtype.h"
+#include "fleetplan/core/digest.h"
+#include "fleetplan/core/error.h"
+#include "fleetplan/core/json.h"
+#include "fleetplan/core/scenario_schema.h"
+#include "fleetplan/memory/fit_request.h"
+
+namespace fleetplan {
+namespace {
+
+namespace keys = scenario_keys;
+
+const std::vector<std::string> kAdmissionModes = {"optimistic", "reserve"};
+const std::vector<std::string> kPreemptionModes = {"recompute"};
+const std::vector<std::string> kEvictionPolicies = {"lru"};
+
+// A node that is either absent/null or a mapping with known keys.
+Status CheckOptionalMap(const YamlNode& node, const std::vector<std::string>& allowed) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  return node.CheckKeys(allowed);
+}
+
+// A string from a fixed set: located error with did-you-mean when it is not one of them.
+Expected<std::string> ReadChoice(const YamlNode& node, const std::string& fallback, std::string_view what,
+                                 const std::vector<std::string>& valid) {
+  FP_ASSIGN_OR_RETURN(std::string value, node.StringOr(fallback));
+  if (std::find(valid.begin(), valid.end(), value) == valid.end()) {
+    return node.Error(UnknownNameMessage(what, value, valid));
+  }
+  return value;
+}
+
+Status ReadScheduler(const YamlNode& node, Scenario& s) {
+  FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kScheduler));
+  SchedulerConfig& c = s.engine.scheduler;
+  const SchedulerConfig defaults;
+  FP_ASSIGN_OR_RETURN(c.policy, ReadChoice(node["policy"], defaults.policy, "scheduling policy",
+                                           SchedulingPolicyNames()));
+  c.max_batched_tokens = s.fit.memory.max_batched_tokens;  // read (and validated) by the fit reader
+  c.max_running = s.fit.concurrency;
+  if (node["chunk_tokens"].present()) {
+    FP_ASSIGN_OR_RETURN(c.chunk_tokens, node["chunk_tokens"].AsIntAtLeast(1));
+  }
+  if (node["max_decode_stall"].present()) {
+    FP_ASSIGN_OR_RETURN(c.max_decode_stall, node["max_decode_stall"].AsDuration());
+    if (c.max_decode_stall <= Duration()) return node["max_decode_stall"].Error("expected a duration > 0");
+  }
+  if (node["aging_per_step"].present()) {
+    FP_ASSIGN_OR_RETURN(c.aging_per_step, node["aging_per_step"].AsDoubleInRange(0.0, 1e9));
+  }
+  if (node["max_waiting"].present()) {
+    FP_ASSIGN_OR_RETURN(c.max_waiting, node["max_waiting"].AsIntAtLeast(0));
+  }
+  FP_ASSIGN_OR_RETURN(std::string admission,
+                      ReadChoice(node["admission"], "optimistic", "admission mode", kAdmissionModes));
+  s.engine.admission = admission == "reserve" ? AdmissionMode::kReserve : AdmissionMode::kOptimistic;
+  FP_ASSIGN_OR_RETURN(s.engine.reject_unreachable_deadline, node["reject_unreachable_deadline"].BoolOr(true));
+  return Status::Ok();
+}
+
+// A non-empty string, `fallback` when absent (listed in `derived` when the cache is on).
+Expected<std::string> ReadScopeName(const YamlNode& node, const std::string& fallback, std::string_view why,
+                                    Scenario& s) {
+  FP_ASSIGN_OR_RETURN(std::string value, node.StringOr(fallback));
+  if (value.empty()) return node.Error("expected a non-empty name");
+  if (!node.present() && s.engine.prefix_cache.enabled) {
+    s.derived.push_back(fmt::format("{}: {} ({}; not given)", node.path(), value, why));
+  }
+  return value;
+}
+
+Status ReadPrefixCache(const YamlNode& cache, Scenario& s) {
+  FP_RETURN_IF_ERROR(CheckOptionalMap(cache, keys::kPrefixCache));
+  PrefixCacheConfig& c = s.engine.prefix_cache;
+  FP_ASSIGN_OR_RETURN(s.prefix_cache.enabled, cache["enabled"].BoolOr(false));
+  c.enabled = s.prefix_cache.enabled;
+  FP_ASSIGN_OR_RETURN(s.prefix_cache.eviction, ReadChoice(cache["eviction"], "lru", "eviction policy",
+                                                          kEvictionPolicies));
+  FP_ASSIGN_OR_RETURN(c.share_across_tenants, cache["share_across_tenants"].BoolOr(false));
+  const YamlNode scope = cache["scope"];
+  FP_RETURN_IF_ERROR(CheckOptionalMap(scope, keys::kPrefixCacheScope));
+  const std::string& model = s.fit.memory.model.name;
+  FP_ASSIGN_OR_RETURN(c.scope.model_revision, ReadScopeName(scope["model_revision"], model, "the model name", s));
+  FP_ASSIGN_OR_RETURN(c.scope.tokenizer, ReadScopeName(scope["tokenizer"], model, "the model name", s));
+  FP_ASSIGN_OR_RETURN(c.scope.position_scheme, ReadScopeName(scope["position_scheme"], "rope", "rotary", s));
+  // KV format: what a block's bytes mean (dtype and block size), derived, never given.
+  c.scope.kv_format = fmt::format("{}/{}", DTypeName(s.fit.memory.kv_dtype), s.engine.block_tokens);
+  return Status::Ok();
+}
+
+Status ReadEngine(const YamlNode& node, Scenario& s) {
+  FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kEngine));
+  FP_RETURN_IF_ERROR(ReadScheduler(node["scheduler"], s));
+  s.engine.block_tokens = s.fit.memory.block_tokens;
+
+  FP_RETURN_IF_ERROR(ReadPrefixCache(node["prefix_cache"], s));
+  FP_ASSIGN_OR_RETURN(std::string preemption,
+                      ReadChoice(node["preemption"], "recompute", "preemption mode", kPreemptionModes));
+  (void)preemption;
+
+  const YamlNode step_model = node["step_model"];
+  if (step_model.present() && !step_model.IsNull()) {
+    s.step_model = step_model;
+  } else {
+    s.derived.push_back("engine.step_model: roofline (not given)");
+  }
+  FP_ASSIGN_OR_RETURN(s.engine.host_overhead, node["host_overhead"].DurationOr(Duration()));
+  if (!node["host_overhead"].present()) s.derived.push_back("engine.host_overhead: 0 (not given)");
+  FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
+  return Status::Ok();
+}
+
+Status ReadHardware(const YamlNode& node, Scenario& s) {
+  // Keys and hardware.gpu were checked by the fit reader.
+  FP_ASSIGN_OR_RETURN(s.nodes, node["nodes"].IntOr(1));
+  if (s.nodes < 1) return node["nodes"].Error(fmt::format("expected an integer >= 1, got {}", s.nodes));
+  FP_ASSIGN_OR_RETURN(s.gpus_per_node, node["gpus_per_node"].IntOr(8));
+  if (s.gpus_per_node < 1) {
+    return node["gpus_per_node"].Error(fmt::format("expected an integer >= 1, got {}", s.gpus_per_node));
+  }
+  const Catalog& catalog = Catalog::Builtin();
+  auto read_link = [&](const YamlNode& link, const std::string& fallback, LinkSpec& out) -> Status {
+    FP_ASSIGN_OR_RETURN(std::string name, link.StringOr(fallback));
+    auto spec = catalog.Link(name);
+    if (!spec.ok()) return link.Error(spec.status().message());
+    out = *spec;
+    if (!link.present()) s.derived.push_back(fmt::format("{}: {} (not given)", link.path(), name));
+    return Status::Ok();
+  };
+  const std::string intra = s.fit.memory.gpu.default_intra_link.empty() ? "nvlink4" : s.fit.memory.gpu.default_intra_link;
+  FP_RETURN_IF_ERROR(read_link(node["intra_node_link"], intra, s.intra_node_link));
+  FP_RETURN_IF_ERROR(read_link(node["inter_node_link"], "ib-ndr-400", s.inter_node_link));
+  return Status::Ok();
+}
+
+Status ReadDeployment(const YamlNode& node, Scenario& s) {
+  if (node["pools"].present()) {
+    return node["pools"].Error("prefill/decode pools are not simulated yet; describe one pool with "
+                               "replicas, tp and pp");
+  }
+  FP_ASSIGN_OR_RETURN(s.replicas, node["replicas"].IntOr(1));
+  if (s.replicas < 1) return node["replicas"].Error(fmt::format("expected an integer >= 1, got {}", s.replicas));
+  const int64_t need = s.replicas * s.fit.memory.layout.gpus();
+  const int64_t have = s.nodes * s.gpus_per_node;
+  if (need > have) {
+    return node["replicas"].Error(fmt::format(
+        "{} replicas of tp {} x pp {} need {} GPUs; hardware has {} ({} nodes x {}); at most {} replicas fit",
+        s.replicas, s.fit.memory.layout.tp, s.fit.memory.layout.pp, need, have, s.nodes, s.gpus_per_node,
+        have / s.fit.memory.layout.gpus()));
+  }
+  return Status::Ok();
+}
+
+Expected<InvalidationEventSpec> ReadEvent(const YamlNode& node) {
+  FP_RETURN_IF_ERROR(node.CheckKeys(keys::kWorkloadEvent));
+  FP_ASSIGN_OR_RETURN(Duration at, node["at"].AsDuration());
+  FP_ASSIGN_OR_RETURN(std::string name, node["invalidate"].AsString());
+  const auto& names = InvalidationKindNames();
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) return node["invalidate"].Error(UnknownNameMessage("invalidation", name, names));
+  const auto kind = static_cast<InvalidationKind>(it - names.begin());
+  const bool takes_tenant = kind == InvalidationKind::kTenant || kind == InvalidationKind::kCorpus;
+  const bool takes_adapter = kind == InvalidationKind::kAdapter;
+  std::optional<std::string> tenant;
+  std::optional<std::string> adapter;
+  if (node["tenant"].present()) {
+    if (!takes_tenant) {
+      return node["tenant"].Error(fmt::format("`tenant` applies to invalidate: tenant or corpus, not {}", name));
+    }
+    FP_ASSIGN_OR_RETURN(tenant, node["tenant"].AsString());
+  } else if (kind == InvalidationKind::kTenant) {
+    return node["tenant"].AsString().status();  // "missing required field 'tenant'"
+  }
+  if (node["adapter"].present()) {
+    if (!takes_adapter) {
+      return node["adapter"].Error(fmt::format("`adapter` applies to invalidate: adapter, not {}", name));
+    }
+    FP_ASSIGN_OR_RETURN(adapter, node["adapter"].AsString());
+  } else if (takes_adapter) {
+    return node["adapter"].AsString().status();
+  }
+  return InvalidationEventSpec{SimTime() + at, kind, std::move(tenant), std::move(adapter), node};
+}
+
+// workload.events (the workload reader accepts the key; the cache's events are read here).
+Status ReadEvents(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  FP_ASSIGN_OR_RETURN(auto items, node.Items());
+  for (const YamlNode& item : items) {
+    FP_ASSIGN_OR_RETURN(InvalidationEventSpec e, ReadEvent(item));
+    s.events.push_back(std::move(e));
+  }
+  std::stable_sort(s.events.begin(), s.events.end(),
+                   [](const InvalidationEventSpec& a, const InvalidationEventSpec& b) { return a.at < b.at; });
+  if (!s.events.empty() && !s.engine.prefix_cache.enabled) {
+    s.derived.push_back(fmt::format("workload.events: {} invalidation(s) have no effect: engine.prefix_cache is "
+                                    "disabled",
+                                    s.events.size()));
+  }
+  return Status::Ok();
+}
+
+Status ReadRouter(const YamlNode& node, Scenario& s) {
+  FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kRouter));
+  FP_ASSIGN_OR_RETURN(s.router.policy, ReadChoice(node["policy"], "round-robin", "router policy", RouterNames()));
+  FP_ASSIGN_OR_RETURN(s.router.telemetry_delay, node["telemetry_delay"].DurationOr(Duration()));
+  if (node["weighted"].present()) {
+    return node["weighted"].Error("the weighted router is not available yet (valid routers: " +
+                                  fmt::format("{}", fmt::join(RouterNames(), ", ")) + ")");
+  }
+  return Status::Ok();
+}
+
+Status ReadOutput(const YamlNode& node, Scenario& s) {
+  FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kOutput));
+  FP_ASSIGN_OR_RETURN(s.output.dir, node["dir"].StringOr("out/" + s.name));
+  if (s.output.dir.empty()) return node["dir"].Error("expected a non-empty folder name");
+  FP_ASSIGN_OR_RETURN(s.output.requests, node["requests"].BoolOr(false));
+  FP_ASSIGN_OR_RETURN(s.output.timeline, node["timeline"].BoolOr(false));
+  return Status::Ok();
+}
+
+Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest) {
+  Scenario s;
+  s.document = doc;
+  s.display_name = doc->display_name();
+  s.dir = std::move(dir);
+  s.digest = std::move(digest);
+  const YamlNode root = doc->root();
+  // Model, hardware.gpu, deployment layout, memory knobs; checks the root's keys too.
+  FP_ASSIGN_OR_RETURN(FitSpec fit_spec, ReadFitScenario(*doc, "", ValueOrigin::Flag("--pool")));
+  FP_ASSIGN_OR_RETURN(ResolvedFit resolved, ResolveFitSpec(fit_spec, Catalog::Builtin()));
+  s.fit = resolved.request;
+  for (auto& d : resolved.derived) s.derived.push_back(std::move(d));
+
+  FP_ASSIGN_OR_RETURN(s.name, root["name"].StringOr("scenario"));
+  if (s.name.empty()) return root["name"].Error("expected a non-empty name");
+  FP_ASSIGN_OR_RETURN(int64_t seed, root["seed"].IntOr(0));
+  if (seed < 0) return root["seed"].Error(fmt::format("expected an integer >= 0, got {}", seed));
+  if (!root["seed"].present()) s.derived.push_back("seed: 0 (not given)");
+  s.seed = static_cast<uint64_t>(seed);
+
+  FP_RETURN_IF_ERROR(ReadHardware(root["hardware"], s));
+  FP_RETURN_IF_ERROR(ReadDeployment(root["deployment"], s));
+  FP_RETURN_IF_ERROR(ReadEngine(root["engine"], s));
+  FP_RETURN_IF_ERROR(ReadRouter(root["router"], s));
+  FP_ASSIGN_OR_RETURN(s.workload, ParseWorkloadSpec(root["workload"]));
+  FP_RETURN_IF_ERROR(ReadEvents(root["workload"]["events"], s));
+  if (root["slo"].present() && !root["slo"].IsNull()) {
+    FP_ASSIGN_OR_RETURN(s.slo, ParseSlo(root["slo"]));
+  }
+  FP_RETURN_IF_ERROR(ReadOutput(root["output"], s));
+  return s;
+}
+
+}  // namespace
+
+Expected<std::vector<TimedInvalidation>> ResolveInvalidations(const std::vector<InvalidationEventSpec>& events,
+                                                             const WorkloadNames& names) {
+  auto resolve = [](const YamlNode& node, const std::string& name, const std::vector<std::string>& known,
+                    std::string_view what) -> Expected<int32_t> {
+    const auto it = std::find(known.begin(), known.end(), name);
+    if (it != known.end()) return static_cast<int32_t>(it - known.begin());
+    if (known.empty()) return node.Error(fmt::format("the workload has no {}s; '{}' names none", what, name));
+    return node.Error(UnknownNameMessage(what, name, known));
+  };
+  std::vector<TimedInvalidation> out;
+  for (const InvalidationEventSpec& e : events) {
+    CacheInvalidation inv{e.kind, kAllTargets};
+    if (e.tenant) {
+      FP_ASSIGN_OR_RETURN(inv.target, resolve((*e.node)["tenant"], *e.tenant, names.tenants, "tenant"));
+    }
+    if (e.adapter) {
+      FP_ASSIGN_OR_RETURN(inv.target, resolve((*e.node)["adapter"], *e.adapter, names.adapters, "adapter"));
+    }
+    out.push_back({e.at, inv});
+  }
+  return out;
+}
+
+Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir) {
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
+  return ReadScenario(std::make_shared<const YamlDocument>(std::move(doc)), std::move(dir), DigestOf(text));
+}
+
+Expected<Scenario> LoadScenario(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return LoadScenarioText(text, path, dir);
+}
+
+}  // namespace fleetplan

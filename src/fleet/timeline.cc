@@ -1,0 +1,124 @@
+#include "fleetplan/fleet/timeline.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "fleetplan/core/rng.h"
+
+namespace fleetplan {
+namespace {
+
+// Microseconds with three decimals from integer nanoseconds (exact, no double).
+std::string Micros(int64_t ns) {
+  const int64_t whole = ns / 1000;
+  const int64_t frac = ns % 1000;
+  return fmt::format("{}.{:03d}", whole, frac < 0 ? -frac : frac);
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<TimelineWriter>> TimelineWriter::Open(const std::string& path, int32_t replicas,
+                                                               const WorkloadNames* names, int64_t max_events) {
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  std::unique_ptr<TimelineWriter> w(new TimelineWriter(path, names, max_events));
+  w->out_.open(path, std::ios::binary | std::ios::trunc);
+  if (!w->out_) return InvalidInput(fmt::format("cannot write '{}'", path));
+  w->out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  w->step_index_.assign(static_cast<size_t>(replicas), 0);
+  for (int32_t r = 0; r < replicas; ++r) {
+    w->Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"replica {}"}}}})", r + 1, r));
+    w->Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":1,"args":{{"name":"steps"}}}})", r + 1));
+  }
+  return w;
+}
+
+TimelineWriter::TimelineWriter(std::string path, const WorkloadNames* names, int64_t max_events)
+    : path_(std::move(path)), names_(names), max_events_(max_events), next_budget_(max_events) {}
+
+void TimelineWriter::Emit(const std::string& event) {
+  if (!first_) out_ << ",\n";
+  first_ = false;
+  out_ << event;
+  if (++events_ >= next_budget_) {
+    // Budget spent: halve what is kept from now on.
+    period_ *= 2;
+    next_budget_ += max_events_ / 2 + 1;
+  }
+}
+
+bool TimelineWriter::KeepStep(int32_t replica) {
+  const int64_t index = step_index_[static_cast<size_t>(replica)]++;
+  return index % period_ == 0;
+}
+
+bool TimelineWriter::KeepRequest(RequestId id) const {
+  return SplitMix64(static_cast<uint64_t>(id)) % static_cast<uint64_t>(period_) == 0;
+}
+
+void TimelineWriter::OnStep(const StepRecord& s) {
+  if (closed_ || !KeepStep(s.replica)) return;
+  const int pid = s.replica + 1;
+  Emit(fmt::format(
+      R"({{"ph":"X","name":"step","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"decodes":{},"prefill_seqs":{},"prefill_tokens":{},"host_us":{},"gpu_us":{}}}}})",
+      pid, Micros(s.start.ns()), Micros((s.end - s.start).ns()), s.shape.decode_seqs, s.shape.prefill_seqs,
+      s.shape.prefill_tokens, Micros(s.host.ns()), Micros(s.gpu.ns())));
+  Emit(fmt::format(R"({{"ph":"C","name":"queue","pid":{},"ts":{},"args":{{"waiting":{},"running":{}}}}})", pid,
+                   Micros(s.start.ns()), s.waiting, s.running));
+  // cached: blocks the prefix cache holds (published), evictable: those no request uses.
+  Emit(fmt::format(R"({{"ph":"C","name":"kv_blocks","pid":{},"ts":{},"args":{{"used":{},"cached":{},"evictable":{}}}}})",
+                   pid, Micros(s.start.ns()), s.kv_used_blocks, s.kv_cached_blocks, s.kv_evictable_blocks));
+}
+
+void TimelineWriter::OnRequestDone(const RequestOutcome& o) {
+  if (closed_ || !KeepRequest(o.id)) return;
+  const int pid = o.replica + 1;
+  const std::string cls =
+      (names_ != nullptr && o.class_id >= 0 && static_cast<size_t>(o.class_id) < names_->classes.size())
+          ? names_->classes[static_cast<size_t>(o.class_id)]
+          : std::to_string(o.class_id);
+  const SimTime end = o.finish.value_or(o.arrival);
+  const SimTime mid = o.first_token.value_or(end);
+  const std::string args =
+      fmt::format(R"({{"id":{},"class":{},"status":"{}","input_tokens":{},"output_tokens":{},"preemptions":{}}})",
+                  o.id, JsonString(cls), RequestStatusName(o.status), o.input_tokens, o.output_tokens, o.preemptions);
+  Emit(fmt::format(R"({{"ph":"b","cat":"request","name":"queued+prefill","id":{},"pid":{},"ts":{},"args":{}}})", o.id,
+                   pid, Micros(o.arrival.ns()), args));
+  Emit(fmt::format(R"({{"ph":"e","cat":"request","name":"queued+prefill","id":{},"pid":{},"ts":{}}})", o.id, pid,
+                   Micros(mid.ns())));
+  if (o.first_token && end > mid) {
+    Emit(fmt::format(R"({{"ph":"b","cat":"request","name":"decode","id":{},"pid":{},"ts":{}}})", o.id, pid,
+                     Micros(mid.ns())));
+    Emit(fmt::format(R"({{"ph":"e","cat":"request","name":"decode","id":{},"pid":{},"ts":{}}})", o.id, pid,
+                     Micros(end.ns())));
+  }
+}
+
+Status TimelineWriter::Close() {
+  if (closed_) return Status::Ok();
+  closed_ = true;
+  out_ << "\n],\"metadata\":{\"generator\":\"fleetplan\",\"events\":" << events_
+       << ",\"sampling_period\":" << period_ << "}}\n";
+  out_.close();
+  if (!out_) return InvalidInput(fmt::format("cannot write '{}'", path_));
+  return Status::Ok();
+}
+
+}  // namespace fleetplan

@@ -1,0 +1,68 @@
+#include "metrics/line_reader.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace fleetplan::metrics_detail {
+
+Expected<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) {
+  std::unique_ptr<LineReader> reader(new LineReader());
+  reader->path_ = path;
+  reader->file_.reset(std::fopen(path.c_str(), "rb"));
+  if (!reader->file_) {
+    return InvalidInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  reader->buffer_.resize(kChunkBytes);
+  return reader;
+}
+
+bool LineReader::Refill() {
+  // Keep the unread tail, then fill the rest; grow when one line fills the buffer.
+  const size_t tail = end_ - begin_;
+  if (begin_ > 0 && tail > 0) std::memmove(buffer_.data(), buffer_.data() + begin_, tail);
+  begin_ = 0;
+  end_ = tail;
+  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  const size_t got = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, file_.get());
+  if (got == 0) {
+    if (std::ferror(file_.get())) {
+      status_ = InvalidInput(fmt::format("{}: read error: {}", path_, std::strerror(errno)));
+    }
+    eof_ = true;
+    return false;
+  }
+  digest_.Update(std::string_view(buffer_.data() + end_, got));
+  end_ += got;
+  return true;
+}
+
+bool LineReader::Next(std::string_view* line) {
+  if (!status_.ok()) return false;
+  while (true) {
+    const char* base = buffer_.data();
+    const void* nl = begin_ < end_ ? std::memchr(base + begin_, '\n', end_ - begin_) : nullptr;
+    if (nl != nullptr) {
+      const size_t at = static_cast<size_t>(static_cast<const char*>(nl) - base);
+      size_t stop = at;
+      if (stop > begin_ && base[stop - 1] == '\r') --stop;
+      *line = std::string_view(base + begin_, stop - begin_);
+      begin_ = at + 1;
+      ++line_number_;
+      return true;
+    }
+    if (eof_ || !Refill()) {
+      if (!status_.ok() || begin_ >= end_) return false;
+      size_t stop = end_;
+      if (buffer_[stop - 1] == '\r') --stop;
+      *line = std::string_view(buffer_.data() + begin_, stop - begin_);
+      begin_ = end_;
+      ++line_number_;
+      unterminated_ = true;
+      return true;
+    }
+  }
+}
+
+}  // namespace fleetplan::metrics_detail

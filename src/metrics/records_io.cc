@@ -1,0 +1,97 @@
+#include "fleetplan/metrics/records_io.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdio>
+
+#include "fleetplan/core/error.h"
+#include "fleetplan/core/json.h"
+#include "metrics/records_common.h"
+#include "metrics/records_readers.h"
+
+namespace fleetplan {
+namespace {
+
+const std::array<std::string, 3>& FormatNames() {
+  static const std::array<std::string, 3> kNames = {"fleetplan", "llmservingsim", "vllm-bench"};
+  return kNames;
+}
+
+// Keys that only one format has near its start. vllm-bench files begin with run metadata
+// (date, backend, model_id, num_prompts, ...) and may hold megabytes of input_lens before
+// ttfts, so several of its early keys count.
+struct FormatMarkers {
+  std::string_view format;
+  std::array<std::string_view, 6> keys;
+};
+constexpr std::array<FormatMarkers, 3> kMarkers = {{
+    {"fleetplan", {"arrival_s", "first_token_s", "finish_s", "output_tokens", "", ""}},
+    {"llmservingsim", {"queued_ts", "first_token_ts", "last_token_ts", "input_toks", "output_toks", ""}},
+    {"vllm-bench", {"ttfts", "itls", "input_lens", "output_lens", "num_prompts", "endpoint_type"}},
+}};
+
+// How much of a file detection reads: enough for every marker key of a record line or of
+// vLLM's leading metadata.
+constexpr size_t kDetectBytes = 64 * 1024;
+
+void AppendSeconds(std::string* out, std::string_view key, const std::optional<SimTime>& t) {
+  if (t) {
+    fmt::format_to(std::back_inserter(*out), ",\"{}\":{}", key, t->seconds());
+  } else {
+    fmt::format_to(std::back_inserter(*out), ",\"{}\":null", key);
+  }
+}
+
+}  // namespace
+
+std::span<const std::string> RecordFormatNames() { return FormatNames(); }
+
+Expected<std::unique_ptr<RecordReader>> MakeRecordReader(std::string_view format,
+                                                         const RecordReadOptions& options) {
+  if (format == "fleetplan") return metrics_detail::MakeFleetplanReader();
+  if (format == "llmservingsim") return metrics_detail::MakeLlmServingSimReader(options);
+  if (format == "vllm-bench") return metrics_detail::MakeVllmBenchReader(options);
+  return InvalidInput(UnknownNameMessage("records format", format, FormatNames()));
+}
+
+Expected<std::string> DetectRecordFormat(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return InvalidInput(fmt::format("{}: cannot open", path));
+  std::string head(kDetectBytes, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), file.get()));
+  const std::vector<std::string> keys = metrics_detail::LeadingKeys(head);
+  for (const FormatMarkers& m : kMarkers) {
+    for (const std::string& key : keys) {
+      for (std::string_view marker : m.keys) {
+        if (!marker.empty() && key == marker) return std::string(m.format);
+      }
+    }
+  }
+  std::string seen = keys.empty() ? "no JSON object keys" : fmt::format("keys {}", fmt::join(keys, ", "));
+  if (keys.size() > 8) seen = fmt::format("keys {}, ...", fmt::join(keys.begin(), keys.begin() + 8, ", "));
+  return InvalidInput(fmt::format("{}: cannot tell the records format from its start ({}); name it "
+                                  "with --format (valid: {})",
+                                  path, seen, fmt::join(FormatNames(), ", ")));
+}
+
+void AppendRecordJsonl(const RequestRecord& r, const WorkloadNames& names, std::string* out) {
+  FP_ASSERT(r.class_id >= 0 && static_cast<size_t>(r.class_id) < names.classes.size());
+  const Json class_name = names.classes[static_cast<size_t>(r.class_id)];  // JSON-escaped by dump
+  fmt::format_to(std::back_inserter(*out), "{{\"id\":{},\"class\":{}", r.id, class_name.dump());
+  if (r.tenant != kNoTenant) {
+    FP_ASSERT(r.tenant >= 0 && static_cast<size_t>(r.tenant) < names.tenants.size());
+    fmt::format_to(std::back_inserter(*out), ",\"tenant\":{}",
+                   Json(names.tenants[static_cast<size_t>(r.tenant)]).dump());
+  }
+  fmt::format_to(std::back_inserter(*out), ",\"arrival_s\":{}", r.arrival.seconds());
+  AppendSeconds(out, "first_token_s", r.first_token);
+  AppendSeconds(out, "finish_s", r.finish);
+  fmt::format_to(std::back_inserter(*out), ",\"status\":\"{}\",\"input_tokens\":{},\"output_tokens\":{}",
+                 RecordStatusName(r.status), r.input_tokens, r.output_tokens);
+  if (r.itl_max) fmt::format_to(std::back_inserter(*out), ",\"itl_max_ms\":{}", r.itl_max->millis());
+  if (!r.valid) out->append(",\"valid\":false");
+  out->append("}\n");
+}
+
+}  // namespace fleetplan

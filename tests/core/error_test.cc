@@ -1,0 +1,160 @@
+// core/error.h: the located-error format (pinned text), value quoting, did-you-mean.
+#include "fleetplan/core/error.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace fleetplan {
+namespace {
+
+TEST(FormatLocatedErrorTest, FullFormWithSnippetAndCaret) {
+  const SourceLocation where{"scenario.yaml", 14, 13, "    policy: decode_frist"};
+  EXPECT_EQ(FormatLocatedError(where, "engine.scheduler.policy",
+                               "unknown value 'decode_frist'; did you mean 'decode-first'? "
+                               "(valid: prefill-first, decode-first, bounded-chunk, priority-aging)"),
+            "scenario.yaml:14:13: engine.scheduler.policy: unknown value 'decode_frist'; did you "
+            "mean 'decode-first'? (valid: prefill-first, decode-first, bounded-chunk, "
+            "priority-aging)\n"
+            "   14 |     policy: decode_frist\n"
+            "      |             ^\n");
+}
+
+TEST(FormatLocatedErrorTest, NoFileStartsAtThePath) {
+  const SourceLocation where{"", 3, 5, "a: bcd"};
+  EXPECT_EQ(FormatLocatedError(where, "x.y", "bad"),
+            "x.y: bad\n"
+            "    3 | a: bcd\n"
+            "      |     ^\n");
+}
+
+TEST(FormatLocatedErrorTest, NoPathNoSourceLineNoTrailingNewline) {
+  EXPECT_EQ(FormatLocatedError({"f.yaml", 2, 1, ""}, "", "bad"), "f.yaml:2:1: bad");
+  EXPECT_EQ(FormatLocatedError({"f.yaml", 0, 0, ""}, "a", "bad"), "f.yaml: a: bad");
+  EXPECT_EQ(FormatLocatedError({}, "--seed", "expected an integer"), "--seed: expected an integer");
+  EXPECT_EQ(FormatLocatedError({}, "", "plain"), "plain");
+}
+
+TEST(FormatLocatedErrorTest, UnknownColumnShowsTheLineWithoutCaret) {
+  EXPECT_EQ(FormatLocatedError({"f.yaml", 2, 0, "abc"}, "p", "bad"),
+            "f.yaml:2: p: bad\n"
+            "    2 | abc\n");
+}
+
+TEST(FormatLocatedErrorTest, CaretPadKeepsTabs) {
+  EXPECT_EQ(FormatLocatedError({"f", 1, 7, "\tkey: v"}, "key", "bad"),
+            "f:1:7: key: bad\n"
+            "    1 | \tkey: v\n"
+            "      | \t     ^\n");
+}
+
+TEST(FormatLocatedErrorTest, ControlCharactersInTheShownLineBecomeQuestionMarks) {
+  EXPECT_EQ(FormatLocatedError({"f", 2, 2, "\rb: x\x01"}, "", "bad"),
+            "f:2:2: bad\n"
+            "    2 | ?b: x?\n"
+            "      |  ^\n");
+}
+
+TEST(FormatLocatedErrorTest, ColumnsCountCharactersNotBytes) {
+  EXPECT_EQ(FormatLocatedError({"f", 1, 4, "\xC3\xA9: x"}, "", "bad"),
+            "f:1:4: bad\n"
+            "    1 | \xC3\xA9: x\n"
+            "      |    ^\n");
+}
+
+TEST(FormatLocatedErrorTest, GutterWidensForLongLineNumbers) {
+  EXPECT_EQ(FormatLocatedError({"f", 123456, 1, "x"}, "", "bad"),
+            "f:123456:1: bad\n"
+            "123456 | x\n"
+            "       | ^\n");
+}
+
+TEST(FormatLocatedErrorTest, ColumnPastTheEndClampsToOnePastTheLine) {
+  EXPECT_EQ(FormatLocatedError({"f", 1, 10, "ab"}, "", "bad"),
+            "f:1:10: bad\n"
+            "    1 | ab\n"
+            "      |   ^\n");
+}
+
+std::string Digits(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += static_cast<char>('0' + i % 10);
+  return s;
+}
+
+TEST(FormatLocatedErrorTest, LongLinesAreWindowedAroundTheCaret) {
+  const std::string line = Digits(300);
+  // Caret near the start: the first kMaxSnippetChars characters, then "...".
+  EXPECT_EQ(FormatLocatedError({"f", 1, 10, line}, "", "bad"),
+            "f:1:10: bad\n    1 | " + line.substr(0, 160) + "...\n      | " +
+                std::string(9, ' ') + "^\n");
+  // Caret near the end: "..." then the last kMaxSnippetChars characters.
+  EXPECT_EQ(FormatLocatedError({"f", 1, 250, line}, "", "bad"),
+            "f:1:250: bad\n    1 | ..." + line.substr(140) + "\n      | " +
+                std::string(3 + 249 - 140, ' ') + "^\n");
+}
+
+TEST(LocatedErrorTest, IsInvalidInputWithTheFormattedText) {
+  const Status s = LocatedError({"f.yaml", 1, 1, ""}, "a", "bad");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(s.message(), "f.yaml:1:1: a: bad");
+}
+
+TEST(QuoteValueTest, QuotesEscapesAndCuts) {
+  EXPECT_EQ(QuoteValue("abc"), "'abc'");
+  EXPECT_EQ(QuoteValue(""), "''");
+  EXPECT_EQ(QuoteValue("a\nb\tc\r\x01\x7f"), "'a\\nb\\tc\\r\\x01\\x7f'");
+  EXPECT_EQ(QuoteValue("\xC3\xA9t\xC3\xA9"), "'\xC3\xA9t\xC3\xA9'");
+  EXPECT_EQ(QuoteValue("a\xFF" "b\xC3"), "'a\\xffb\\xc3'");
+  EXPECT_EQ(QuoteValue(std::string(100, 'x')), "'" + std::string(80, 'x') + "...'");
+  EXPECT_EQ(QuoteValue(std::string(80, 'x')), "'" + std::string(80, 'x') + "'");
+}
+
+const std::vector<std::string> kFields = {"policy", "max_batched_tokens", "chunk_size"};
+
+TEST(DidYouMeanTest, FindsTheNearestName) {
+  EXPECT_EQ(DidYouMean("polcy", kFields), "policy");
+  EXPECT_EQ(DidYouMean("plociy", kFields), "policy");  // two adjacent swaps
+  EXPECT_EQ(DidYouMean("max_batched_tokns", kFields), "max_batched_tokens");
+}
+
+TEST(DidYouMeanTest, IgnoresCaseAndTreatsDashAsUnderscore) {
+  EXPECT_EQ(DidYouMean("POLICY", kFields), "policy");
+  EXPECT_EQ(DidYouMean("Max-Batched-Tokens", kFields), "max_batched_tokens");
+  const std::vector<std::string> values = {"prefill-first", "decode-first"};
+  EXPECT_EQ(DidYouMean("decode_frist", values), "decode-first");
+}
+
+TEST(DidYouMeanTest, NothingWhenTooFar) {
+  EXPECT_EQ(DidYouMean("xyz", kFields), "");
+  EXPECT_EQ(DidYouMean("", kFields), "");
+  EXPECT_EQ(DidYouMean("polcy", std::vector<std::string>{}), "");
+  // Distance 2 is within max(2, len/3) but every character differs: no suggestion.
+  EXPECT_EQ(DidYouMean("ab", std::vector<std::string>{"tp"}), "");
+}
+
+TEST(DidYouMeanTest, ThresholdGrowsWithLength) {
+  // len 12 -> threshold 4.
+  EXPECT_EQ(DidYouMean("abcdefghijkl", std::vector<std::string>{"abcdefghwxyz"}), "abcdefghwxyz");
+  EXPECT_EQ(DidYouMean("abcdefghijkl", std::vector<std::string>{"abcdefgvwxyz"}), "");
+}
+
+TEST(DidYouMeanTest, TiesGoToTheFirstCandidate) {
+  EXPECT_EQ(DidYouMean("ab_z", std::vector<std::string>{"ab_x", "ab_y"}), "ab_x");
+  EXPECT_EQ(DidYouMean("ab_z", std::vector<std::string>{"ab_y", "ab_x"}), "ab_y");
+}
+
+TEST(UnknownNameMessageTest, SuggestionAndList) {
+  const std::vector<std::string> values = {"prefill-first", "decode-first", "bounded-chunk",
+                                           "priority-aging"};
+  EXPECT_EQ(UnknownNameMessage("value", "decode_frist", values),
+            "unknown value 'decode_frist'; did you mean 'decode-first'? (valid: prefill-first, "
+            "decode-first, bounded-chunk, priority-aging)");
+  EXPECT_EQ(UnknownNameMessage("router", "zzz", std::vector<std::string>{"a", "b"}),
+            "unknown router 'zzz' (valid: a, b)");
+  EXPECT_EQ(UnknownNameMessage("model", "x", std::vector<std::string>{}), "unknown model 'x'");
+}
+
+}  // namespace
+}  // namespace fleetplan
