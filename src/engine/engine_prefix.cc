@@ -211,6 +211,7 @@ void Engine::SealComputed(Live& l) {
     }
   }
   if (l.publishable) {
+    FP_ASSERT(static_cast<size_t>(full) <= l.hashes.size());
     const CacheTag tag{Namespace(l.req.tenant), l.req.adapter, l.req.class_id};
     for (int64_t i = l.sealed; i < full; ++i) {
       // A duplicate (another request published the same content first) stays private.
@@ -311,8 +312,12 @@ bool Engine::Fork(RequestId parent_id, RequestId child_id, int64_t output_tokens
     c.publishable = parent_scope_current;
     SyncPoolCounters();
   }
-  InsertRunning(slot);
   if (observer_ != nullptr) observer_->OnFirstToken(replica_, child_id, now);
+  if (output_tokens == 1) {
+    End(slot, RequestStatus::kOk, now);  // its only token was sampled with the parent's
+    return true;
+  }
+  InsertRunning(slot);
   return true;
 }
 

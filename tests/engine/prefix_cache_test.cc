@@ -562,6 +562,12 @@ TEST(EnginePrefixCache, ForkSharesSealedBlocksAndCopiesThePartialTail) {
   EXPECT_EQ(e->pool().refcount(parent[0]), 3);
   EXPECT_EQ(e->pool().refcount(parent[2]), 1);
   EXPECT_EQ(e->request(100)->num_computed, 40);
+  // A one-token branch is complete at the fork: it ends at once and holds nothing.
+  ASSERT_TRUE(e->Fork(1, 102, 1, now));
+  EXPECT_FALSE(e->request(102).has_value());
+  EXPECT_EQ(obs.outcomes.at(102).output_tokens, 1);
+  EXPECT_EQ(obs.outcomes.at(102).first_token, now);
+  EXPECT_EQ(e->pool().refcount(parent[0]), 3);
   ASSERT_TRUE(e->CheckInvariants().ok()) << e->CheckInvariants().message();
   Drain(*e, now);
   EXPECT_EQ(obs.outcomes.at(1).output_tokens, 10);
