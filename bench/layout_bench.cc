@@ -1,9 +1,9 @@
 // Layout search on growing clusters: every composition enumerated, placed, fitted and
 // timed (plan/layout.h). Targets: a 64-GPU search under 1 s, a 1,024-GPU one under 10 s
 // (docs/PERFORMANCE.md, "Layout").
-#include <string>
-
 #include <benchmark/benchmark.h>
+
+#include <string>
 
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/plan/cluster_file.h"
@@ -38,10 +38,18 @@ void SearchOn(benchmark::State& state, const std::string& model, const std::stri
   state.counters["rejected"] = static_cast<double>(rejected);
 }
 
-void BM_Layout64GpusDense(benchmark::State& state) { SearchOn(state, "atlas-70b", "8x8xh100-sxm-80g"); }
-void BM_Layout64GpusMoe(benchmark::State& state) { SearchOn(state, "deepseek-v3", "8x8xh200-141g"); }
-void BM_Layout1024GpusDense(benchmark::State& state) { SearchOn(state, "atlas-70b", "16x8x8xh100-sxm-80g"); }
-void BM_Layout1024GpusMoe(benchmark::State& state) { SearchOn(state, "deepseek-v3", "16x8x8xh200-141g"); }
+void BM_Layout64GpusDense(benchmark::State& state) {
+  SearchOn(state, "atlas-70b", "8x8xh100-sxm-80g");
+}
+void BM_Layout64GpusMoe(benchmark::State& state) {
+  SearchOn(state, "deepseek-v3", "8x8xh200-141g");
+}
+void BM_Layout1024GpusDense(benchmark::State& state) {
+  SearchOn(state, "atlas-70b", "16x8x8xh100-sxm-80g");
+}
+void BM_Layout1024GpusMoe(benchmark::State& state) {
+  SearchOn(state, "deepseek-v3", "16x8x8xh200-141g");
+}
 
 BENCHMARK(BM_Layout64GpusDense)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Layout64GpusMoe)->Unit(benchmark::kMillisecond);

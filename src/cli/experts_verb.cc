@@ -1,13 +1,13 @@
 // `fleetplan experts`: expert placement from observed routing counts — contiguous vs
 // balanced, loads, dispatch bytes, and whether the update repays its weight copy.
 // Parses flags, calls plan/experts, prints.
+#include <fmt/format.h>
+
 #include <charconv>
 #include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/catalog/catalog.h"
@@ -55,10 +55,12 @@ Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
 
 Expected<ExpertCounts> ReadCounts(const ExpertsFlags& f) {
   if (f.counts.given() == f.counts_file.given()) {
-    return UsageError("fleetplan experts: give the routing counts with exactly one of --counts LIST or --counts-file FILE");
+    return UsageError(
+        "fleetplan experts: give the routing counts with exactly one of --counts LIST or --counts-file FILE");
   }
   if (f.counts_file.given()) {
-    if (f.steps.given()) return UsageError("fleetplan experts: --steps is for --counts totals; a counts file has one line per step");
+    if (f.steps.given())
+      return UsageError("fleetplan experts: --steps is for --counts totals; a counts file has one line per step");
     return ReadExpertCountsFile(f.counts_file.text);
   }
   Expected<ExpertCounts> c = ParseExpertCounts(f.counts.text);
@@ -75,12 +77,13 @@ Expected<std::optional<ModelSpec>> ReadModel(const ExpertsFlags& f, const Catalo
   Expected<ModelSpec> m = catalog.Model(f.model.text);
   if (!m.ok()) return FlagError("--model", m.status().message());
   if (!m->moe) {
-    return FlagError("--model", fmt::format("'{}' is dense; expert placement needs a mixture-of-experts model", m->name));
+    return FlagError("--model",
+                     fmt::format("'{}' is dense; expert placement needs a mixture-of-experts model", m->name));
   }
   if (m->moe->experts != experts) {
-    return FlagError(f.counts.given() ? "--counts" : "--counts-file",
-                     fmt::format("expected {} counts (one per routed expert of '{}'), got {}", m->moe->experts, m->name,
-                                 experts));
+    return FlagError(
+        f.counts.given() ? "--counts" : "--counts-file",
+        fmt::format("expected {} counts (one per routed expert of '{}'), got {}", m->moe->experts, m->name, experts));
   }
   return std::optional<ModelSpec>(std::move(m).value());
 }
@@ -98,12 +101,14 @@ Status Price(const ExpertsFlags& f, const Catalog& catalog, const std::optional<
     if (!t.ok()) return FlagError("--weight-dtype", t.status().message());
     weights = *t;
   } else {
-    r.derived.push_back(fmt::format("weight dtype {}: the model's native format (--weight-dtype not given)", DTypeName(weights)));
+    r.derived.push_back(
+        fmt::format("weight dtype {}: the model's native format (--weight-dtype not given)", DTypeName(weights)));
   }
   const std::string link_name = f.link.given() ? f.link.text : gpu->default_intra_link;
   Expected<LinkSpec> link = catalog.Link(link_name);
   if (!link.ok()) return FlagError("--link", link.status().message());
-  if (!f.link.given()) r.derived.push_back(fmt::format("copy link {}: the default_intra_link of {}", link_name, gpu->name));
+  if (!f.link.given())
+    r.derived.push_back(fmt::format("copy link {}: the default_intra_link of {}", link_name, gpu->name));
   ExpertCostInputs costs = ExpertCostsOf(*model, *gpu, weights, *link, kDefaultComputeEfficiency);
   if (f.horizon.given()) {
     FP_ASSIGN_OR_RETURN(costs.horizon_steps, IntFlag(f.horizon, "--horizon-steps", 1));
@@ -130,7 +135,8 @@ Status RunExperts(const ExpertsFlags& f, std::ostream& out) {
     r.derived.push_back(fmt::format("hidden {}: default (neither --model nor --hidden given)", hidden));
   }
   r.bytes_per_assignment = Bytes(hidden * kAssignmentElementBytes);
-  if (!f.counts_file.given() && !f.steps.given()) r.derived.push_back("steps 1: the counts are taken as one step (--steps not given)");
+  if (!f.counts_file.given() && !f.steps.given())
+    r.derived.push_back("steps 1: the counts are taken as one step (--steps not given)");
   FP_RETURN_IF_ERROR(Price(f, catalog, model, r));
   // Shape errors already name their flag ("--ranks: ...").
   FP_ASSIGN_OR_RETURN(const ExpertsResult result, AnalyzeExperts(r));

@@ -5,8 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -73,20 +76,26 @@ Status Overlay(const TextFlag& flag, std::string_view name, Sourced<T>& out, Par
   return Status::Ok();
 }
 
+// The integer flags and the spec field each one sets.
+struct IntFlag {
+  const TextFlag* flag;
+  std::string_view name;
+  Sourced<int64_t>* target;
+};
+
 Status OverlayInts(const FitFlags& f, FitSpec& spec) {
-  const std::pair<const TextFlag*, std::pair<std::string_view, Sourced<int64_t>*>> ints[] = {
-      {&f.tp, {"--tp", &spec.tp}},
-      {&f.pp, {"--pp", &spec.pp}},
-      {&f.ep, {"--ep", &spec.ep}},
-      {&f.context, {"--context", &spec.context}},
-      {&f.concurrency, {"--concurrency", &spec.concurrency}},
-      {&f.block_tokens, {"--block-tokens", &spec.block_tokens}},
-      {&f.max_batched_tokens, {"--max-batched-tokens", &spec.max_batched_tokens}},
+  const IntFlag ints[] = {
+      {&f.tp, "--tp", &spec.tp},
+      {&f.pp, "--pp", &spec.pp},
+      {&f.ep, "--ep", &spec.ep},
+      {&f.context, "--context", &spec.context},
+      {&f.concurrency, "--concurrency", &spec.concurrency},
+      {&f.block_tokens, "--block-tokens", &spec.block_tokens},
+      {&f.max_batched_tokens, "--max-batched-tokens", &spec.max_batched_tokens},
   };
-  for (const auto& [flag, target] : ints) {
-    const std::string_view name = target.first;
-    FP_RETURN_IF_ERROR(Overlay(*flag, name, *target.second,
-                               [&](const std::string& t) { return ParseInt(name, t); }));
+  for (const IntFlag& i : ints) {
+    FP_RETURN_IF_ERROR(Overlay(*i.flag, i.name, *i.target,
+                               [&](const std::string& t) { return ParseInt(i.name, t); }));
   }
   return Status::Ok();
 }

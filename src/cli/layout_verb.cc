@@ -2,14 +2,14 @@
 // cluster, ranked for prefill and decode, with every rejected composition's reason.
 // Parses flags, calls plan/layout, prints. Values are taken as text and parsed here so a
 // bad value is a located input error (exit 3): "--batch: expected an integer, got 'x'".
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/catalog/catalog.h"
@@ -29,8 +29,8 @@ struct TextFlag {
 };
 
 struct LayoutFlags {
-  TextFlag model, cluster, weight_dtype, kv_dtype, context, batch, prefill_tokens, microbatches, runtime,
-      all_reduce, tp, pp, ep, dp, utilization, rows, close_call;
+  TextFlag model, cluster, weight_dtype, kv_dtype, context, batch, prefill_tokens, microbatches, runtime, all_reduce,
+      tp, pp, ep, dp, utilization, rows, close_call;
   std::vector<std::string> catalogs;
   std::vector<std::string> without;
   bool allow_cross_node_tp = false;
@@ -167,17 +167,18 @@ void AddText(CLI::App* cmd, TextFlag& flag, const std::string& name, const std::
 }  // namespace
 
 void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
-  CLI::App* cmd = app.add_subcommand(
-      "layout",
-      "Which TP x PP x EP x DP layout should each replica use on this cluster? Ranks feasible "
-      "layouts for prefill and decode separately, with memory per rank, step times, "
-      "communication and the reason for every rejected layout. Exit 0 some layout is feasible, "
-      "1 none is, 2 usage, 3 invalid input.");
+  CLI::App* cmd =
+      app.add_subcommand("layout",
+                         "Which TP x PP x EP x DP layout should each replica use on this cluster? Ranks feasible "
+                         "layouts for prefill and decode separately, with memory per rank, step times, "
+                         "communication and the reason for every rejected layout. Exit 0 some layout is feasible, "
+                         "1 none is, 2 usage, 3 invalid input.");
   auto flags = std::make_shared<LayoutFlags>();
   LayoutFlags& f = *flags;
   AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`)");
   f.model.option->required();
-  AddText(cmd, f.cluster, "--cluster", "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g");
+  AddText(cmd, f.cluster, "--cluster",
+          "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g");
   f.cluster.option->required();
   AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default bf16)");
   AddText(cmd, f.kv_dtype, "--kv-dtype", "KV-cache format (default bf16)");
@@ -185,19 +186,23 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
   AddText(cmd, f.batch, "--batch", "Decode sequences per step and per replica (default 64)");
   AddText(cmd, f.prefill_tokens, "--prefill-tokens", "Tokens of the prefill step evaluated (default 8192)");
   AddText(cmd, f.microbatches, "--microbatches", "Microbatches per step for pp > 1 (default 1)");
-  AddText(cmd, f.runtime, "--runtime", "Serving runtime whose compositions are enumerated: sglang|trtllm|vllm (default vllm)");
+  AddText(cmd, f.runtime, "--runtime",
+          "Serving runtime whose compositions are enumerated: sglang|trtllm|vllm (default vllm)");
   AddText(cmd, f.all_reduce, "--all-reduce", "TP all-reduce algorithm: ring|tree (default ring)");
   AddText(cmd, f.tp, "--tp", "Only this tp");
   AddText(cmd, f.pp, "--pp", "Only this pp");
   AddText(cmd, f.ep, "--ep", "Only this ep");
   AddText(cmd, f.dp, "--dp", "Data-parallel replicas wanted (default: every replica that fits)");
   AddText(cmd, f.utilization, "--gpu-memory-utilization", "Share of GPU memory the engine may use (default 0.9)");
-  AddText(cmd, f.close_call, "--close-call", "Share of the winner within which layouts are too close to call (default 0.05)");
+  AddText(cmd, f.close_call, "--close-call",
+          "Share of the winner within which layouts are too close to call (default 0.05)");
   AddText(cmd, f.rows, "--rows", "Rows of each ranking table in the text (default 10)");
-  cmd->add_option("--without", f.without,
-                  "What if it is lost: gpu:NODE/I, node:N, rack:R, zone:Z, nvlink:NODE, network:NODE, dtype:T; repeatable");
-  cmd->add_flag("--allow-cross-node-tp", f.allow_cross_node_tp,
-                "Allow TP groups over links slower than the GPU's NVLink (across nodes, or a node whose NVLink is down)");
+  cmd->add_option(
+      "--without", f.without,
+      "What if it is lost: gpu:NODE/I, node:N, rack:R, zone:Z, nvlink:NODE, network:NODE, dtype:T; repeatable");
+  cmd->add_flag(
+      "--allow-cross-node-tp", f.allow_cross_node_tp,
+      "Allow TP groups over links slower than the GPU's NVLink (across nodes, or a node whose NVLink is down)");
   cmd->add_option("--catalog", f.catalogs, "User catalog file (YAML); repeatable");
   cmd->add_flag("--json", f.json, "Print JSON instead of text");
   cmd->callback([flags, &action] {

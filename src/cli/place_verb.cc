@@ -1,11 +1,11 @@
 // `fleetplan place`: places GPU groups onto a cluster that already has allocations, with one
 // policy or all of them side by side, and reports what each leaves fragmented.
 // Parses flags, calls plan/placement (a pure plan; nothing is committed), prints.
+#include <fmt/format.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/catalog/catalog.h"
@@ -88,15 +88,16 @@ Status RunPlace(const PlaceFlags& f, std::ostream& out) {
 }  // namespace
 
 void RegisterPlaceVerb(CLI::App& app, VerbAction& action) {
-  CLI::App* cmd = app.add_subcommand(
-      "place",
-      "Where do these GPU groups go? Places replica groups (1, 2, 4, 8 GPUs with locality "
-      "needs) onto a cluster with existing allocations, and reports the fragmentation left. "
-      "Exit 0 all placed, 1 some unplaced, 2 usage, 3 invalid input.");
+  CLI::App* cmd =
+      app.add_subcommand("place",
+                         "Where do these GPU groups go? Places replica groups (1, 2, 4, 8 GPUs with locality "
+                         "needs) onto a cluster with existing allocations, and reports the fragmentation left. "
+                         "Exit 0 all placed, 1 some unplaced, 2 usage, 3 invalid input.");
   auto flags = std::make_shared<PlaceFlags>();
   PlaceFlags& f = *flags;
   cmd->add_option("--cluster", f.cluster, "Cluster file (YAML) or short form, e.g. 2x8xh100-sxm-80g")->required();
-  f.requests_option = cmd->add_option("--requests", f.requests, "Requests file (YAML): allocations and groups to place");
+  f.requests_option =
+      cmd->add_option("--requests", f.requests, "Requests file (YAML): allocations and groups to place");
   f.sizes_option = cmd->add_option("--sizes", f.sizes, "Node-local groups to place, by size, e.g. 1,1,2,4");
   cmd->add_option("--policy", f.policy, "Placement policy: most-free|tight (default tight)");
   cmd->add_flag("--compare", f.compare, "Also plan with every other policy, side by side");

@@ -1,13 +1,13 @@
 #include "fleetplan/plan/cluster.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
 #include <numeric>
 #include <set>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/error.h"
@@ -16,8 +16,7 @@ namespace fleetplan {
 namespace {
 
 const std::vector<std::string>& RemovalKindNames() {
-  static const std::vector<std::string> names = {"gpu",     "node",    "rack", "zone",
-                                                 "nvlink",  "network", "dtype"};
+  static const std::vector<std::string> names = {"gpu", "node", "rack", "zone", "nvlink", "network", "dtype"};
   return names;
 }
 
@@ -56,8 +55,7 @@ Expected<Removal> ParseRemoval(std::string_view text) {
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon + 1 == text.size()) {
     return InvalidInput(fmt::format(
-        "expected KIND:TARGET (e.g. gpu:n0/3, node:n0, nvlink:n0, network:n0, dtype:fp8), got {}",
-        QuoteValue(text)));
+        "expected KIND:TARGET (e.g. gpu:n0/3, node:n0, nvlink:n0, network:n0, dtype:fp8), got {}", QuoteValue(text)));
   }
   const std::string kind(text.substr(0, colon));
   const std::vector<std::string>& names = RemovalKindNames();
@@ -66,9 +64,8 @@ Expected<Removal> ParseRemoval(std::string_view text) {
   return Removal{static_cast<RemovalKind>(it - names.begin()), std::string(text.substr(colon + 1))};
 }
 
-Expected<Cluster> Cluster::Make(std::string name, std::vector<ClusterRack> racks,
-                                std::vector<ClusterNode> nodes, LinkSpec inter_node_link,
-                                double inter_rack_oversubscription,
+Expected<Cluster> Cluster::Make(std::string name, std::vector<ClusterRack> racks, std::vector<ClusterNode> nodes,
+                                LinkSpec inter_node_link, double inter_rack_oversubscription,
                                 std::vector<NodeConnection> connections) {
   Cluster c;
   c.name_ = std::move(name);
@@ -80,8 +77,8 @@ Expected<Cluster> Cluster::Make(std::string name, std::vector<ClusterRack> racks
   if (c.racks_.empty()) return InvalidInput("cluster: expected at least one rack");
   if (c.nodes_.empty()) return InvalidInput("cluster: expected at least one node");
   if (!(inter_rack_oversubscription >= 1)) {
-    return InvalidInput(fmt::format("cluster: inter-rack oversubscription must be >= 1, got {}",
-                                    inter_rack_oversubscription));
+    return InvalidInput(
+        fmt::format("cluster: inter-rack oversubscription must be >= 1, got {}", inter_rack_oversubscription));
   }
   std::set<std::string> seen;
   for (const ClusterRack& r : c.racks_) {
@@ -99,9 +96,10 @@ Expected<Cluster> Cluster::Make(std::string name, std::vector<ClusterRack> racks
   for (const NodeConnection& k : c.connections_) {
     const auto count = static_cast<int64_t>(c.nodes_.size());
     if (k.a < 0 || k.b >= count || k.a >= k.b) {
-      return InvalidInput(fmt::format("cluster: connection between nodes {} and {} is not a pair of "
-                                      "distinct nodes",
-                                      k.a, k.b));
+      return InvalidInput(
+          fmt::format("cluster: connection between nodes {} and {} is not a pair of "
+                      "distinct nodes",
+                      k.a, k.b));
     }
   }
   FP_RETURN_IF_ERROR(c.CheckLinks());
@@ -140,8 +138,7 @@ void Cluster::Index() {
   for (const NodeConnection& k : connections_) {
     const ClusterNode& a = nodes_[static_cast<size_t>(k.a)];
     const ClusterNode& b = nodes_[static_cast<size_t>(k.b)];
-    const bool usable = RidesNvlink(k.link) ? (a.intra_link_up && b.intra_link_up)
-                                            : (a.network_up && b.network_up);
+    const bool usable = RidesNvlink(k.link) ? (a.intra_link_up && b.intra_link_up) : (a.network_up && b.network_up);
     if (!usable || IsSlowFor(k.link, k.a) || IsSlowFor(k.link, k.b)) continue;
     const int64_t ra = Root(parent, k.a);
     const int64_t rb = Root(parent, k.b);
@@ -172,7 +169,9 @@ bool Cluster::GpuUp(GpuRef g) const {
   return nodes_.at(static_cast<size_t>(g.node)).gpu_up.at(static_cast<size_t>(g.index));
 }
 
-int64_t Cluster::GpuId(GpuRef g) const { return nodes_.at(static_cast<size_t>(g.node)).first_gpu + g.index; }
+int64_t Cluster::GpuId(GpuRef g) const {
+  return nodes_.at(static_cast<size_t>(g.node)).first_gpu + g.index;
+}
 
 GpuRef Cluster::RefOf(int64_t gpu_id) const {
   FP_ASSERT(gpu_id >= 0 && gpu_id < total_gpus_);
@@ -211,8 +210,7 @@ std::optional<LinkSpec> Cluster::LinkBetween(int64_t a, int64_t b) const {
   const ClusterNode& nb = nodes_.at(static_cast<size_t>(b));
   for (const NodeConnection& k : connections_) {
     if (k.a != a || k.b != b) continue;
-    const bool usable = RidesNvlink(k.link) ? (na.intra_link_up && nb.intra_link_up)
-                                            : (na.network_up && nb.network_up);
+    const bool usable = RidesNvlink(k.link) ? (na.intra_link_up && nb.intra_link_up) : (na.network_up && nb.network_up);
     if (usable) return k.link;
   }
   if (!na.network_up || !nb.network_up) return std::nullopt;
@@ -249,8 +247,8 @@ Expected<Cluster> Cluster::Without(const Removal& removal) const {
       const auto [ptr, ec] = std::from_chars(first, last, index);
       ClusterNode& node = c.nodes_[static_cast<size_t>(n)];
       if (ec != std::errc() || ptr != last || index < 0 || index >= node.gpu_count) {
-        return InvalidInput(fmt::format("node '{}' has GPUs 0..{}, got {}", node.name,
-                                        node.gpu_count - 1, QuoteValue(t.substr(slash + 1))));
+        return InvalidInput(fmt::format("node '{}' has GPUs 0..{}, got {}", node.name, node.gpu_count - 1,
+                                        QuoteValue(t.substr(slash + 1))));
       }
       node.gpu_up[static_cast<size_t>(index)] = false;
       break;

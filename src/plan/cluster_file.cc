@@ -1,14 +1,14 @@
 // Cluster files and short forms (cluster_file.h).
 #include "fleetplan/plan/cluster_file.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/units_parse.h"
@@ -19,8 +19,7 @@ namespace {
 const std::vector<std::string> kRootKeys = {"name", "links", "network", "racks", "connections"};
 const std::vector<std::string> kNetworkKeys = {"inter_node_link", "inter_rack_oversubscription"};
 const std::vector<std::string> kRackKeys = {"name", "zone", "inter_node_link", "nodes"};
-const std::vector<std::string> kNodeKeys = {"name",      "gpu",    "gpus",  "intra_link",
-                                            "pcie_link", "memory", "dtypes"};
+const std::vector<std::string> kNodeKeys = {"name", "gpu", "gpus", "intra_link", "pcie_link", "memory", "dtypes"};
 const std::vector<std::string> kConnectionKeys = {"between", "link"};
 const std::vector<std::string> kLinkKeys = {"kind", "bandwidth", "latency", "description"};
 
@@ -42,9 +41,8 @@ class Reader {
     FP_RETURN_IF_ERROR(ReadNetwork(root["network"]));
     FP_RETURN_IF_ERROR(ReadRacks(root["racks"]));
     FP_RETURN_IF_ERROR(ReadConnections(root["connections"]));
-    FP_ASSIGN_OR_RETURN(Cluster cluster,
-                        Cluster::Make(std::move(name), std::move(racks_), std::move(nodes_),
-                                      inter_node_, oversubscription_, std::move(connections_)));
+    FP_ASSIGN_OR_RETURN(Cluster cluster, Cluster::Make(std::move(name), std::move(racks_), std::move(nodes_),
+                                                       inter_node_, oversubscription_, std::move(connections_)));
     for (std::string& line : derived_) cluster.AddDerived(std::move(line));
     return cluster;
   }
@@ -112,8 +110,8 @@ class Reader {
       FP_ASSIGN_OR_RETURN(inter_node_, ReadLinkRef(link));
     } else {
       FP_ASSIGN_OR_RETURN(inter_node_, catalog_.Link(kDefaultInterNodeLink));
-      derived_.push_back(fmt::format("inter-node link {}: default (network.inter_node_link not given)",
-                                     kDefaultInterNodeLink));
+      derived_.push_back(
+          fmt::format("inter-node link {}: default (network.inter_node_link not given)", kDefaultInterNodeLink));
     }
     const YamlNode over = net["inter_rack_oversubscription"];
     if (over.present() && !over.IsNull()) {
@@ -193,8 +191,7 @@ class Reader {
     FP_RETURN_IF_ERROR(NarrowGpu(n, node.gpu));
     FP_ASSIGN_OR_RETURN(node.gpu_count, n["gpus"].AsIntAtLeast(1));
     if (node.gpu_count > kMaxGpusPerNode) {
-      return n["gpus"].Error(fmt::format("expected at most {} GPUs per node, got {}", kMaxGpusPerNode,
-                                         node.gpu_count));
+      return n["gpus"].Error(fmt::format("expected at most {} GPUs per node, got {}", kMaxGpusPerNode, node.gpu_count));
     }
     total_gpus_ += node.gpu_count;
     if (total_gpus_ > kMaxClusterGpus) {
@@ -239,11 +236,12 @@ class Reader {
       }
       FP_ASSIGN_OR_RETURN(const int64_t a, NodeIndex(ends[0]));
       FP_ASSIGN_OR_RETURN(const int64_t b, NodeIndex(ends[1]));
-      if (a == b) return ends[1].Error(fmt::format("a connection joins two different nodes, got '{}' twice", ends[1].Text()));
+      if (a == b)
+        return ends[1].Error(fmt::format("a connection joins two different nodes, got '{}' twice", ends[1].Text()));
       for (const NodeConnection& k : connections_) {
         if (k.a == std::min(a, b) && k.b == std::max(a, b)) {
-          return c["between"].Error(fmt::format("duplicate connection between '{}' and '{}'",
-                                                ends[0].Text(), ends[1].Text()));
+          return c["between"].Error(
+              fmt::format("duplicate connection between '{}' and '{}'", ends[0].Text(), ends[1].Text()));
         }
       }
       FP_ASSIGN_OR_RETURN(LinkSpec link, ReadLinkRef(c["link"]));
@@ -287,26 +285,22 @@ ShortForm SplitShortForm(std::string_view text) {
   return f;
 }
 
-Expected<int64_t> ShortCount(std::string_view form, std::string_view digits, std::string_view what,
-                             int64_t max) {
+Expected<int64_t> ShortCount(std::string_view form, std::string_view digits, std::string_view what, int64_t max) {
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (ec != std::errc() || ptr != digits.data() + digits.size() || v < 1 || v > max) {
-    return InvalidInput(fmt::format("short form '{}': expected {} between 1 and {}, got {}", form, what,
-                                    max, digits));
+    return InvalidInput(fmt::format("short form '{}': expected {} between 1 and {}, got {}", form, what, max, digits));
   }
   return v;
 }
 
 }  // namespace
 
-Expected<Cluster> ReadClusterYaml(const YamlNode& root, const Catalog& catalog,
-                                  const std::string& default_name) {
+Expected<Cluster> ReadClusterYaml(const YamlNode& root, const Catalog& catalog, const std::string& default_name) {
   return Reader(catalog).Read(root, default_name);
 }
 
-Expected<Cluster> ParseClusterText(std::string_view text, std::string display_name,
-                                   const Catalog& catalog) {
+Expected<Cluster> ParseClusterText(std::string_view text, std::string display_name, const Catalog& catalog) {
   const std::string stem = std::filesystem::path(display_name).stem().string();
   FP_ASSIGN_OR_RETURN(const YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
   return ReadClusterYaml(doc.root(), catalog, stem);
@@ -319,16 +313,17 @@ Expected<Cluster> ReadClusterFile(const std::string& path, const Catalog& catalo
 
 bool IsClusterShortForm(std::string_view text) {
   const ShortForm f = SplitShortForm(text);
-  return f.counts.size() >= 2 && !f.gpu.empty() && !AllDigits(f.gpu) &&
-         f.gpu.find('/') == std::string_view::npos && f.gpu.find('.') == std::string_view::npos;
+  return f.counts.size() >= 2 && !f.gpu.empty() && !AllDigits(f.gpu) && f.gpu.find('/') == std::string_view::npos &&
+         f.gpu.find('.') == std::string_view::npos;
 }
 
 Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& catalog) {
   const ShortForm f = SplitShortForm(text);
   if (f.counts.size() < 2 || f.gpu.empty()) {
-    return InvalidInput(fmt::format("expected a short form [RACKS x] NODES x GPUS x GPU (e.g. "
-                                    "2x8xh100-sxm-80g), got '{}'",
-                                    text));
+    return InvalidInput(
+        fmt::format("expected a short form [RACKS x] NODES x GPUS x GPU (e.g. "
+                    "2x8xh100-sxm-80g), got '{}'",
+                    text));
   }
   const bool has_racks = f.counts.size() == 3;
   int64_t racks = 1;
@@ -339,8 +334,8 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
   FP_ASSIGN_OR_RETURN(const int64_t nodes, ShortCount(text, f.counts[base], "nodes per rack", kMaxClusterGpus));
   FP_ASSIGN_OR_RETURN(const int64_t gpus, ShortCount(text, f.counts[base + 1], "GPUs per node", kMaxGpusPerNode));
   if (racks * nodes * gpus > kMaxClusterGpus) {
-    return InvalidInput(fmt::format("short form '{}': {} GPUs exceed the limit of {}", text,
-                                    racks * nodes * gpus, kMaxClusterGpus));
+    return InvalidInput(
+        fmt::format("short form '{}': {} GPUs exceed the limit of {}", text, racks * nodes * gpus, kMaxClusterGpus));
   }
   Expected<GpuSpec> gpu = catalog.Gpu(f.gpu);
   if (!gpu.ok()) return InvalidInput(fmt::format("short form '{}': {}", text, gpu.status().message()));
@@ -363,17 +358,16 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
       node_list.push_back(std::move(node));
     }
   }
-  FP_ASSIGN_OR_RETURN(Cluster cluster, Cluster::Make(std::string(text), std::move(rack_list), std::move(node_list),
-                                                     inter, 1.0, {}));
-  cluster.AddDerived(fmt::format("intra-node link {}: the default_intra_link of {} (short form)", intra.name,
-                                 gpu->name));
+  FP_ASSIGN_OR_RETURN(Cluster cluster,
+                      Cluster::Make(std::string(text), std::move(rack_list), std::move(node_list), inter, 1.0, {}));
+  cluster.AddDerived(
+      fmt::format("intra-node link {}: the default_intra_link of {} (short form)", intra.name, gpu->name));
   cluster.AddDerived(fmt::format("inter-node link {}: default (short form)", inter.name));
   cluster.AddDerived(fmt::format("pcie link {}: default (short form)", pcie.name));
   return cluster;
 }
 
-Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catalog& catalog,
-                              std::string_view flag) {
+Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catalog& catalog, std::string_view flag) {
   std::error_code ec;
   const bool exists = std::filesystem::exists(file_or_short_form, ec);
   if (!exists && IsClusterShortForm(file_or_short_form)) {
@@ -390,8 +384,7 @@ Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catal
   return ReadClusterFile(file_or_short_form, catalog);
 }
 
-Expected<Cluster> ApplyRemovals(Cluster cluster, const std::vector<std::string>& removals,
-                                std::string_view flag) {
+Expected<Cluster> ApplyRemovals(Cluster cluster, const std::vector<std::string>& removals, std::string_view flag) {
   for (const std::string& text : removals) {
     Expected<Removal> removal = ParseRemoval(text);
     if (!removal.ok()) return LocatedError(SourceLocation{}, flag, removal.status().message());

@@ -1,14 +1,14 @@
 // Expert placement, load, dispatch bytes, update pricing and generations (experts.h).
 #include "fleetplan/plan/experts.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <numeric>
 #include <tuple>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/error.h"
@@ -55,7 +55,9 @@ Expected<std::vector<int64_t>> SplitCounts(std::string_view text, Where where) {
 
 // Columns count UTF-8 code points; counts are ASCII, so a byte offset + 1 is the column
 // as long as the line is ASCII up to there (it is, or the count would not have parsed).
-int Column(size_t byte_offset) { return static_cast<int>(byte_offset) + 1; }
+int Column(size_t byte_offset) {
+  return static_cast<int>(byte_offset) + 1;
+}
 
 }  // namespace
 
@@ -116,19 +118,22 @@ Status ValidateExpertShape(int64_t experts, int64_t ranks, int64_t redundant) {
     return InvalidInput(fmt::format("--ranks: expected an integer between 1 and {}, got {}", kMaxExpertRanks, ranks));
   }
   if (experts % ranks != 0) {
-    return InvalidInput(fmt::format("--ranks: {} ranks do not divide the {} experts (each rank holds the same "
-                                    "number of experts)",
-                                    ranks, experts));
+    return InvalidInput(
+        fmt::format("--ranks: {} ranks do not divide the {} experts (each rank holds the same "
+                    "number of experts)",
+                    ranks, experts));
   }
   if (redundant < 0 || redundant > experts * (ranks - 1)) {
-    return InvalidInput(fmt::format("--redundant-experts: expected between 0 and {} (one copy of an expert per "
-                                    "rank at most), got {}",
-                                    experts * (ranks - 1), redundant));
+    return InvalidInput(
+        fmt::format("--redundant-experts: expected between 0 and {} (one copy of an expert per "
+                    "rank at most), got {}",
+                    experts * (ranks - 1), redundant));
   }
   if (redundant % ranks != 0) {
-    return InvalidInput(fmt::format("--redundant-experts: {} redundant copies do not spread evenly over {} ranks "
-                                    "(use a multiple of {})",
-                                    redundant, ranks, ranks));
+    return InvalidInput(
+        fmt::format("--redundant-experts: {} redundant copies do not spread evenly over {} ranks "
+                    "(use a multiple of {})",
+                    redundant, ranks, ranks));
   }
   return Status::Ok();
 }
@@ -212,7 +217,8 @@ std::vector<int64_t> RankLoads(const ExpertPlacement& p, const std::vector<int64
   for (size_t e = 0; e < counts.size(); ++e) {
     const std::vector<int64_t>& holders = p.expert_ranks[e];
     const auto r = static_cast<int64_t>(holders.size());
-    for (int64_t j = 0; j < r; ++j) load[static_cast<size_t>(holders[static_cast<size_t>(j)])] += Share(counts[e], r, j);
+    for (int64_t j = 0; j < r; ++j)
+      load[static_cast<size_t>(holders[static_cast<size_t>(j)])] += Share(counts[e], r, j);
   }
   return load;
 }
@@ -274,7 +280,8 @@ UpdatePrice PriceUpdate(const ExpertPlacement& from, const ExpertPlacement& to, 
     most_on_one_rank = std::max(most_on_one_rank, loaded);
   }
   out.copy_bytes = costs.expert_bytes * out.copies_loaded;
-  const double seconds = static_cast<double>((costs.expert_bytes * most_on_one_rank).count()) / costs.copy_link.bandwidth;
+  const double seconds =
+      static_cast<double>((costs.expert_bytes * most_on_one_rank).count()) / costs.copy_link.bandwidth;
   out.copy_time = Duration::FromSecondsRounded(seconds) + (most_on_one_rank > 0 ? costs.copy_link.latency : Duration());
   const double saved_assignments = before.mean_step_max_load - after.mean_step_max_load;
   out.saved_per_step = Duration::FromSecondsRounded(saved_assignments * costs.assignment_time.seconds());
@@ -294,12 +301,12 @@ ExpertMapRegistry::ExpertMapRegistry(ExpertPlacement initial) {
 Expected<int64_t> ExpertMapRegistry::Propose(ExpertPlacement next) {
   if (pending_) {
     return Status(StatusCode::kCheckFailed,
-                  fmt::format("generation {} is still waiting for {} rank(s); propose after it is active",
-                              *pending_, Waiting().size()));
+                  fmt::format("generation {} is still waiting for {} rank(s); propose after it is active", *pending_,
+                              Waiting().size()));
   }
   if (next.ranks != maps_.at(active_).ranks) {
-    return Status(StatusCode::kCheckFailed, fmt::format("the new map has {} ranks, the group has {}", next.ranks,
-                                                        maps_.at(active_).ranks));
+    return Status(StatusCode::kCheckFailed,
+                  fmt::format("the new map has {} ranks, the group has {}", next.ranks, maps_.at(active_).ranks));
   }
   const int64_t generation = maps_.rbegin()->first + 1;
   maps_.emplace(generation, std::move(next));

@@ -1,10 +1,10 @@
 // `fleetplan experts` analysis and its reports (experts_report.h).
 #include "fleetplan/plan/experts_report.h"
 
+#include <fmt/format.h>
+
 #include <numeric>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/core/units_parse.h"
 
@@ -62,8 +62,8 @@ Expected<ExpertsResult> AnalyzeExperts(const ExpertsRequest& request) {
                            request.costs->moe_layers, FormatBytes(request.costs->expert_bytes));
     }
     r.request.derived.push_back(fmt::format("{} redundant expert copies: {} slots per rank instead of {}{}",
-                                            request.redundant, r.balanced.slots_per_rank,
-                                            r.contiguous.slots_per_rank, memory));
+                                            request.redundant, r.balanced.slots_per_rank, r.contiguous.slots_per_rank,
+                                            memory));
   }
   ExpertMapRegistry registry(r.contiguous);
   Expected<int64_t> generation = registry.Propose(r.balanced);
@@ -85,16 +85,17 @@ std::string ExpertsReportText(const ExpertsResult& r) {
   out += LoadLine("contiguous", r.contiguous_load);
   out += LoadLine("balanced", r.balanced_load);
   out += "\nBalanced placement:\n" + PlacementLines(r.balanced);
-  out += fmt::format("\nUpdate: the balanced map is generation {}; new batches use it once all {} ranks acknowledge; "
-                     "batches in flight finish under generation 1.\n",
-                     r.update_generation, r.ranks_to_acknowledge);
+  out += fmt::format(
+      "\nUpdate: the balanced map is generation {}; new batches use it once all {} ranks acknowledge; "
+      "batches in flight finish under generation 1.\n",
+      r.update_generation, r.ranks_to_acknowledge);
   if (!r.price) {
     out += "  not priced: --model and --gpu give the expert size and the time an assignment takes\n";
   } else {
     const UpdatePrice& p = *r.price;
-    out += fmt::format("  copies {} expert(s), {} in all, {} on the busiest rank; saves {} per step on the busiest rank\n",
-                       p.copies_loaded, FormatBytes(p.copy_bytes), FormatDuration(p.copy_time),
-                       FormatDuration(p.saved_per_step));
+    out += fmt::format(
+        "  copies {} expert(s), {} in all, {} on the busiest rank; saves {} per step on the busiest rank\n",
+        p.copies_loaded, FormatBytes(p.copy_bytes), FormatDuration(p.copy_time), FormatDuration(p.saved_per_step));
     if (p.break_even_steps) {
       out += fmt::format("  break-even after {} step(s); horizon {} steps: {}\n", *p.break_even_steps,
                          q.costs->horizon_steps, p.worth ? "worth it" : "not worth it");

@@ -1,12 +1,12 @@
 // Layout search (layout.h): enumerate, reject with a reason, time, rank.
 #include "fleetplan/plan/layout.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/error.h"
@@ -43,9 +43,9 @@ std::vector<GpuClass> ClassesOf(const Cluster& c) {
   }
   // Two classes of one GPU name are told apart by the first node of each.
   for (GpuClass& k : classes) {
-    const auto count = std::count_if(classes.begin(), classes.end(),
-                                     [&](const GpuClass& o) { return o.gpu.name == k.gpu.name; });
-    if (count > 1) k.label = fmt::format("{}@{}", k.gpu.name, c.nodes()[static_cast<size_t>(k.nodes.front())].name);
+    const auto count =
+        std::count_if(classes.begin(), classes.end(), [&](const GpuClass& o) { return o.gpu.name == k.gpu.name; });
+    if (count > 1) k.label = fmt::format("{}:{}", k.gpu.name, c.nodes()[static_cast<size_t>(k.nodes.front())].name);
   }
   return classes;
 }
@@ -125,7 +125,9 @@ struct PhaseShape {
   int64_t microbatches = 1;
 };
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 class Evaluator {
  public:
@@ -147,15 +149,15 @@ class Evaluator {
     Expected<FitResult> fit = CheckFit(FitRequest{mem, r_.context, r_.batch});
     FP_ASSERT(fit.ok());  // the shape and the request were validated
     if (!fit->fits) {
-      out.rejected.push_back(RejectedLayout{
-          k.label, p, fmt::format("one replica does not fit: {}", fmt::join(fit->reasons, "; "))});
+      out.rejected.push_back(
+          RejectedLayout{k.label, p, fmt::format("one replica does not fit: {}", fmt::join(fit->reasons, "; "))});
       return;
     }
     if (r_.dp && *r_.dp > packing.replicas) {
-      out.rejected.push_back(RejectedLayout{
-          k.label, p,
-          fmt::format("dp {} needs {} replicas of tp {} × pp {} GPUs; the cluster holds {}", *r_.dp, *r_.dp,
-                      p.tp, p.pp, packing.replicas)});
+      out.rejected.push_back(
+          RejectedLayout{k.label, p,
+                         fmt::format("dp {} needs {} replicas of tp {} × pp {} GPUs; the cluster holds {}", *r_.dp,
+                                     *r_.dp, p.tp, p.pp, packing.replicas)});
       return;
     }
     out.feasible.push_back(Feasible(k, p, mem, *fit, packing));
@@ -199,7 +201,8 @@ class Evaluator {
     f.max_sequences = fit.max_sequences;
     for (const StagePlan& st : fit.plan.stages) {
       const Bytes kv = fit.sequence.reserved_bytes_per_rank[static_cast<size_t>(st.layers.stage)] * r_.batch;
-      f.bytes_per_rank = std::max(f.bytes_per_rank, st.weights + fit.plan.activation.total + fit.plan.runtime.total + kv);
+      f.bytes_per_rank =
+          std::max(f.bytes_per_rank, st.weights + fit.plan.activation.total + fit.plan.runtime.total + kv);
     }
     const LinkSpec fallback = c_.NodeLink(k.nodes.front());
     RooflineInputs ri{mem, packing.tp_link.value_or(fallback), packing.pp_link.value_or(fallback), r_.roofline};
@@ -237,8 +240,9 @@ class Evaluator {
     Microbatch mb;
     mb.compute = b.linear + b.attention;
     if (p.tp > 1) {
-      mb.tp = AllReduceTime(r_.all_reduce, p.tp, BytesFor(kActivationDType, tokens * ms.hidden), LinkCost::Of(ri.tp_link)) *
-              (kTpAllReducesPerLayer * ms.layers);
+      mb.tp =
+          AllReduceTime(r_.all_reduce, p.tp, BytesFor(kActivationDType, tokens * ms.hidden), LinkCost::Of(ri.tp_link)) *
+          (kTpAllReducesPerLayer * ms.layers);
     }
     if (ms.moe && p.ep > 1) {
       const Bytes sent_per_group = BytesFor(kActivationDType, tokens * ms.moe->experts_per_token * ms.hidden) / p.ep;
@@ -327,8 +331,8 @@ Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster
   out.request = request;
   out.derived = cluster.derived();
   if (request.microbatches > 1) {
-    out.derived.push_back(fmt::format("microbatches {} apply to pp > 1 only; pp 1 layouts run 1",
-                                      request.microbatches));
+    out.derived.push_back(
+        fmt::format("microbatches {} apply to pp > 1 only; pp 1 layouts run 1", request.microbatches));
   }
   const Evaluator eval(request, cluster, **runtime);
   for (const GpuClass& k : ClassesOf(cluster)) {

@@ -1,12 +1,12 @@
 // Text and JSON of a layout search (layout_report.h).
 #include "fleetplan/plan/layout_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/units_parse.h"
@@ -14,9 +14,13 @@
 namespace fleetplan {
 namespace {
 
-double Ms(Duration d) { return RoundForReport(d.millis()); }
+double Ms(Duration d) {
+  return RoundForReport(d.millis());
+}
 
-std::string Fixed(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
+std::string Fixed(double v, int decimals) {
+  return fmt::format("{:.{}f}", v, decimals);
+}
 
 std::string LinkText(const std::optional<LinkSpec>& l) {
   return l ? fmt::format("{} ({})", l->name, FormatBandwidth(l->bandwidth)) : "-";
@@ -24,9 +28,8 @@ std::string LinkText(const std::optional<LinkSpec>& l) {
 
 Json LinkJson(const std::optional<LinkSpec>& l) {
   if (!l) return nullptr;
-  return Json{{"name", l->name},
-              {"bandwidth_bytes_per_s", RoundForReport(l->bandwidth)},
-              {"latency_ns", l->latency.ns()}};
+  return Json{
+      {"name", l->name}, {"bandwidth_bytes_per_s", RoundForReport(l->bandwidth)}, {"latency_ns", l->latency.ns()}};
 }
 
 Json PhaseJson(const PhaseTiming& t) {
@@ -48,31 +51,32 @@ Json PhaseJson(const PhaseTiming& t) {
 }
 
 Json FeasibleJson(const FeasibleLayout& f) {
-  return Json{{"gpu", f.gpu},
-              {"tp", f.layout.tp},
-              {"pp", f.layout.pp},
-              {"ep", f.layout.ep},
-              {"dp", f.dp},
-              {"replicas", f.replicas},
-              {"gpus_per_replica", f.layout.gpus()},
-              {"stranded_gpus", f.stranded_gpus},
-              {"bytes_per_rank", f.bytes_per_rank.count()},
-              {"budget_per_rank", f.budget_per_rank.count()},
-              {"max_sequences", f.max_sequences},
-              {"prefill_ms", Ms(f.prefill.step)},
-              {"decode_ms", Ms(f.decode.step)},
-              {"comm_ms", {{"prefill", Ms(f.prefill.comm())}, {"decode", Ms(f.decode.comm())}}},
-              {"tokens_per_s_per_gpu",
-               {{"prefill", RoundForReport(f.prefill.tokens_per_s_per_gpu)},
-                {"decode", RoundForReport(f.decode.tokens_per_s_per_gpu)}}},
-              {"prefill_rank", f.prefill_rank},
-              {"decode_rank", f.decode_rank},
-              {"tp_link", LinkJson(f.tp_link)},
-              {"pp_link", LinkJson(f.pp_link)},
-              {"tp_over_slow_link", f.tp_over_slow_link},
-              {"replicas_after_loss", {{"node", f.after_loss.node}, {"rack", f.after_loss.rack}, {"zone", f.after_loss.zone}}},
-              {"prefill", PhaseJson(f.prefill)},
-              {"decode", PhaseJson(f.decode)}};
+  return Json{
+      {"gpu", f.gpu},
+      {"tp", f.layout.tp},
+      {"pp", f.layout.pp},
+      {"ep", f.layout.ep},
+      {"dp", f.dp},
+      {"replicas", f.replicas},
+      {"gpus_per_replica", f.layout.gpus()},
+      {"stranded_gpus", f.stranded_gpus},
+      {"bytes_per_rank", f.bytes_per_rank.count()},
+      {"budget_per_rank", f.budget_per_rank.count()},
+      {"max_sequences", f.max_sequences},
+      {"prefill_ms", Ms(f.prefill.step)},
+      {"decode_ms", Ms(f.decode.step)},
+      {"comm_ms", {{"prefill", Ms(f.prefill.comm())}, {"decode", Ms(f.decode.comm())}}},
+      {"tokens_per_s_per_gpu",
+       {{"prefill", RoundForReport(f.prefill.tokens_per_s_per_gpu)},
+        {"decode", RoundForReport(f.decode.tokens_per_s_per_gpu)}}},
+      {"prefill_rank", f.prefill_rank},
+      {"decode_rank", f.decode_rank},
+      {"tp_link", LinkJson(f.tp_link)},
+      {"pp_link", LinkJson(f.pp_link)},
+      {"tp_over_slow_link", f.tp_over_slow_link},
+      {"replicas_after_loss", {{"node", f.after_loss.node}, {"rack", f.after_loss.rack}, {"zone", f.after_loss.zone}}},
+      {"prefill", PhaseJson(f.prefill)},
+      {"decode", PhaseJson(f.decode)}};
 }
 
 Json Brief(const FeasibleLayout& f, double score, double best) {
@@ -106,10 +110,9 @@ bool ManyTypes(const LayoutResult& r) {
 }
 
 std::string Table(const LayoutResult& r, const PhaseRanking& ranking, bool decode, int64_t rows) {
-  std::string out = fmt::format(
-      "  {:>4}  {:<18} {:>3} {:>5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11}  {}\n", "rank",
-      "layout", "dp", "GiB/r", "step ms", "compute", "tp a-r", "ep a2a", "pp hand", "bubble", "comm",
-      "tok/s/GPU", "tp link / pp link");
+  std::string out = fmt::format("  {:>4}  {:<18} {:>3} {:>5} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>11}  {}\n",
+                                "rank", "layout", "dp", "GiB/r", "step ms", "compute", "tp a-r", "ep a2a", "pp hand",
+                                "bubble", "comm", "tok/s/GPU", "tp link / pp link");
   const bool many = ManyTypes(r);
   const size_t shown = std::min(ranking.order.size(), static_cast<size_t>(std::max<int64_t>(rows, 1)));
   for (size_t pos = 0; pos < shown; ++pos) {
@@ -122,7 +125,8 @@ std::string Table(const LayoutResult& r, const PhaseRanking& ranking, bool decod
                        Fixed(t.pp_bubble.millis(), 2), Fixed(t.comm().millis(), 2), Fixed(t.tokens_per_s_per_gpu, 1),
                        LinkText(f.tp_link), LinkText(f.pp_link));
   }
-  if (ranking.order.size() > shown) out += fmt::format("  ... {} more (--json lists every one)\n", ranking.order.size() - shown);
+  if (ranking.order.size() > shown)
+    out += fmt::format("  ... {} more (--json lists every one)\n", ranking.order.size() - shown);
   return out;
 }
 
@@ -130,22 +134,24 @@ std::string Verdict(const LayoutResult& r, const PhaseRanking& ranking, bool dec
   const char* phase = decode ? "decode" : "prefill";
   if (ranking.order.empty()) return fmt::format("  {}: no feasible layout (see rejected)\n", phase);
   auto score = [&](size_t i) { return decode ? r.feasible[i].decode_score : r.feasible[i].prefill_score; };
+  const bool many = ManyTypes(r);
+  auto name = [&](const FeasibleLayout& f) { return LayoutName(f.layout) + GpuLabel(f, many); };
   const FeasibleLayout& best = r.feasible[ranking.order.front()];
   const double best_score = score(ranking.order.front());
-  std::string out = fmt::format("  {}: {} × dp {} gives {:.0f} tokens/s on the cluster", phase, LayoutName(best.layout),
-                                best.dp, best_score);
+  std::string out =
+      fmt::format("  {}: {} × dp {} gives {:.0f} tokens/s on the cluster", phase, name(best), best.dp, best_score);
   if (ranking.close.empty()) {
     if (ranking.order.size() > 1) {
       const size_t second = ranking.order[1];
-      out += fmt::format("; the runner-up {} reaches {:.1f}% of it: a clear call (threshold {:.0f}%)",
-                         LayoutName(r.feasible[second].layout), 100.0 * score(second) / best_score,
-                         100.0 * r.request.close_call_share);
+      out +=
+          fmt::format("; the runner-up {} reaches {:.1f}% of it: a clear call (threshold {:.0f}%)",
+                      name(r.feasible[second]), 100.0 * score(second) / best_score, 100.0 * r.request.close_call_share);
     }
     return out + "\n";
   }
   std::vector<std::string> close;
   for (const size_t i : ranking.close) {
-    close.push_back(fmt::format("{} ({:.1f}%)", LayoutName(r.feasible[i].layout), 100.0 * score(i) / best_score));
+    close.push_back(fmt::format("{} ({:.1f}%)", name(r.feasible[i]), 100.0 * score(i) / best_score));
   }
   return out + fmt::format("; too close to call without a measurement (within {:.0f}%): {}\n",
                            100.0 * r.request.close_call_share, fmt::join(close, ", "));
@@ -161,13 +167,14 @@ std::string LayoutName(const Parallelism& p) {
 
 std::string LayoutReportText(const LayoutResult& r, const Cluster& cluster, int64_t rows) {
   const LayoutRequest& q = r.request;
-  std::string out = fmt::format("fleetplan layout: {} on {} ({} GPUs, {} healthy, {} nodes), runtime {}\n",
-                                q.model.name, cluster.name(), cluster.gpus(), cluster.healthy_gpus(),
-                                cluster.nodes().size(), q.runtime);
-  out += fmt::format("step shapes: decode {} sequences at {} tokens; prefill {} tokens; microbatches {} (pp > 1); "
-                     "weights {}, KV {}; all-reduce {}\n",
-                     q.batch, q.context, q.prefill_tokens, q.microbatches, DTypeName(q.weight_dtype),
-                     DTypeName(q.kv_dtype), AllReduceAlgorithmName(q.all_reduce));
+  std::string out =
+      fmt::format("fleetplan layout: {} on {} ({} GPUs, {} healthy, {} nodes), runtime {}\n", q.model.name,
+                  cluster.name(), cluster.gpus(), cluster.healthy_gpus(), cluster.nodes().size(), q.runtime);
+  out += fmt::format(
+      "step shapes: decode {} sequences at {} tokens; prefill {} tokens; microbatches {} (pp > 1); "
+      "weights {}, KV {}; all-reduce {}\n",
+      q.batch, q.context, q.prefill_tokens, q.microbatches, DTypeName(q.weight_dtype), DTypeName(q.kv_dtype),
+      AllReduceAlgorithmName(q.all_reduce));
   out += "step = compute + tp all-reduce + ep all-to-all + pp handoffs + pp bubble (docs/layout.md)\n\n";
   out += fmt::format("Decode ranking ({} feasible, by cluster tokens/s):\n", r.feasible.size());
   out += Table(r, r.decode, true, rows);
@@ -179,7 +186,8 @@ std::string LayoutReportText(const LayoutResult& r, const Cluster& cluster, int6
   if (!r.feasible.empty()) {
     const FeasibleLayout& best = r.feasible.front();
     out += fmt::format("  losing one node leaves {} of {} replicas of {}; one rack {}; one zone {}\n",
-                       best.after_loss.node, best.dp, LayoutName(best.layout), best.after_loss.rack, best.after_loss.zone);
+                       best.after_loss.node, best.replicas, LayoutName(best.layout), best.after_loss.rack,
+                       best.after_loss.zone);
   }
   out += fmt::format("\nRejected ({}):\n", r.rejected.size());
   const bool many = ManyTypes(r);
@@ -188,7 +196,8 @@ std::string LayoutReportText(const LayoutResult& r, const Cluster& cluster, int6
     const RejectedLayout& x = r.rejected[i];
     out += fmt::format("  {}{}: {}\n", LayoutName(x.layout), many ? " @" + x.gpu : "", x.reason);
   }
-  if (r.rejected.size() > shown) out += fmt::format("  ... {} more (--json lists every one)\n", r.rejected.size() - shown);
+  if (r.rejected.size() > shown)
+    out += fmt::format("  ... {} more (--json lists every one)\n", r.rejected.size() - shown);
   if (!r.derived.empty()) {
     out += "\nDerived:\n";
     for (const std::string& line : r.derived) out += "  " + line + "\n";
@@ -200,7 +209,9 @@ Json LayoutReportJson(const LayoutResult& r, const Cluster& cluster) {
   const LayoutRequest& q = r.request;
   Json j;
   j["model"] = q.model.name;
-  j["cluster"] = {{"name", cluster.name()}, {"gpus", cluster.gpus()}, {"healthy_gpus", cluster.healthy_gpus()},
+  j["cluster"] = {{"name", cluster.name()},
+                  {"gpus", cluster.gpus()},
+                  {"healthy_gpus", cluster.healthy_gpus()},
                   {"nodes", cluster.nodes().size()}};
   j["inputs"] = {{"runtime", q.runtime},
                  {"weight_dtype", std::string(DTypeName(q.weight_dtype))},
@@ -217,7 +228,8 @@ Json LayoutReportJson(const LayoutResult& r, const Cluster& cluster) {
   j["feasible"] = std::move(feasible);
   Json rejected = Json::array();
   for (const RejectedLayout& x : r.rejected) {
-    rejected.push_back({{"gpu", x.gpu}, {"tp", x.layout.tp}, {"pp", x.layout.pp}, {"ep", x.layout.ep}, {"reason", x.reason}});
+    rejected.push_back(
+        {{"gpu", x.gpu}, {"tp", x.layout.tp}, {"pp", x.layout.pp}, {"ep", x.layout.ep}, {"reason", x.reason}});
   }
   j["rejected"] = std::move(rejected);
   j["ranking"] = {{"prefill", RankingJson(r, r.prefill, false)}, {"decode", RankingJson(r, r.decode, true)}};

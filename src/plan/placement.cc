@@ -1,14 +1,14 @@
 // Placement of GPU groups (placement.h).
 #include "fleetplan/plan/placement.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
 #include <tuple>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/units_parse.h"
@@ -42,7 +42,8 @@ std::vector<Domain> DomainsOf(const Cluster& c, Locality l) {
     }
     case Locality::kRack:
       for (const ClusterRack& r : c.racks()) out.push_back(Domain{"rack " + r.name, {}});
-      for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(c.nodes()[static_cast<size_t>(i)].rack)].nodes.push_back(i);
+      for (int64_t i = 0; i < n; ++i)
+        out[static_cast<size_t>(c.nodes()[static_cast<size_t>(i)].rack)].nodes.push_back(i);
       break;
     case Locality::kAny: {
       Domain networked{"the networked nodes", {}};
@@ -97,7 +98,8 @@ std::vector<DomainOffer> Offers(const ClusterState& s, const GroupRequest& r, co
     for (const int64_t node : domains[d].nodes) {
       std::vector<int64_t> gpus = EligibleOn(s, node, r);
       if (gpus.empty()) continue;
-      const Bytes memory = s.cluster().nodes()[static_cast<size_t>(node)].gpu.memory * static_cast<int64_t>(gpus.size());
+      const Bytes memory =
+          s.cluster().nodes()[static_cast<size_t>(node)].gpu.memory * static_cast<int64_t>(gpus.size());
       offer.gpus += static_cast<int64_t>(gpus.size());
       offer.memory += memory;
       offer.nodes.push_back(NodeOffer{node, std::move(gpus), memory});
@@ -187,14 +189,17 @@ std::string UnplacedReason(const ClusterState& s, const GroupRequest& r) {
     total += static_cast<int64_t>(EligibleOn(s, node, r).size());
   }
   const std::string where = largest == nullptr || largest->gpus == 0 ? "" : " on " + domains[largest->domain].label;
-  return fmt::format("needs {} eligible free GPU(s){} in one {}; the largest such group is {}{}, {} eligible free "
-                     "in all",
-                     r.gpus, Needs(r), LocalityName(r.locality), largest == nullptr ? 0 : largest->gpus, where, total);
+  return fmt::format(
+      "needs {} eligible free GPU(s){} in one {}; the largest such group is {}{}, {} eligible free "
+      "in all",
+      r.gpus, Needs(r), LocalityName(r.locality), largest == nullptr ? 0 : largest->gpus, where, total);
 }
 
 }  // namespace
 
-std::string_view LocalityName(Locality l) { return LocalityNames().at(static_cast<size_t>(l)); }
+std::string_view LocalityName(Locality l) {
+  return LocalityNames().at(static_cast<size_t>(l));
+}
 
 const std::vector<std::string>& LocalityNames() {
   static const std::vector<std::string> names = {"node", "island", "rack", "any"};
@@ -260,13 +265,15 @@ std::optional<std::string> CheckGroup(const ClusterState& s, const GroupRequest&
   for (size_t i = 0; i < gpus.size(); ++i) {
     const int64_t g = gpus[i];
     if (g < 0 || g >= c.gpus()) return fmt::format("GPU id {} is not in the cluster", g);
-    if (std::count(gpus.begin(), gpus.end(), g) > 1) return fmt::format("GPU {} is listed twice", c.GpuName(c.RefOf(g)));
+    if (std::count(gpus.begin(), gpus.end(), g) > 1)
+      return fmt::format("GPU {} is listed twice", c.GpuName(c.RefOf(g)));
     const GpuRef ref = c.RefOf(g);
     const std::string name = c.GpuName(ref);
     if (!c.GpuUp(ref)) return fmt::format("GPU {} is down", name);
     if (!s.Owner(g).empty()) return fmt::format("GPU {} is held by '{}'", name, s.Owner(g));
     const ClusterNode& n = c.nodes()[static_cast<size_t>(ref.node)];
-    if (!NodeMeets(n, r)) return fmt::format("GPU {} ({}) does not meet the group's needs{}", name, n.gpu.name, Needs(r));
+    if (!NodeMeets(n, r))
+      return fmt::format("GPU {} ({}) does not meet the group's needs{}", name, n.gpu.name, Needs(r));
     nodes.insert(ref.node);
   }
   for (const Domain& d : DomainsOf(c, r.locality)) {

@@ -1,12 +1,12 @@
 // Placement requests files, --sizes, and reports (placement_report.h).
 #include "fleetplan/plan/placement_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/error.h"
@@ -64,8 +64,8 @@ class Reader {
     const char* last = text.data() + text.size();
     const auto [ptr, ec] = std::from_chars(first, last, index);
     if (ec != std::errc() || ptr != last || index < 0 || index >= cn.gpu_count) {
-      return item.Error(fmt::format("node '{}' has GPUs 0..{}, got {}", node, cn.gpu_count - 1,
-                                    QuoteValue(text.substr(slash + 1))));
+      return item.Error(
+          fmt::format("node '{}' has GPUs 0..{}, got {}", node, cn.gpu_count - 1, QuoteValue(text.substr(slash + 1))));
     }
     return c_.GpuId(GpuRef{*n, index});
   }
@@ -132,8 +132,8 @@ class Reader {
   }
 
   const Cluster& c_;
-  std::map<std::string, int> names_;       // name -> line
-  std::map<int64_t, std::string> held_;    // GPU id -> allocation
+  std::map<std::string, int> names_;     // name -> line
+  std::map<int64_t, std::string> held_;  // GPU id -> allocation
 };
 
 std::vector<std::string> GpuNames(const Cluster& c, const std::vector<int64_t>& gpus) {
@@ -207,13 +207,15 @@ std::string PlacementReportText(const ClusterState& state, const std::vector<Pla
     // Request order, placed and unplaced together.
     for (size_t i = 0; i < p.requests.size(); ++i) {
       const GroupRequest& r = p.requests[i];
-      const auto placed = std::find_if(p.placed.begin(), p.placed.end(), [&](const PlacedGroup& g) { return g.request == i; });
+      const auto placed =
+          std::find_if(p.placed.begin(), p.placed.end(), [&](const PlacedGroup& g) { return g.request == i; });
       if (placed != p.placed.end()) {
         out += fmt::format("  {:<12} {} GPU(s) {:<6} -> {}\n", r.name, r.gpus, LocalityName(r.locality),
                            fmt::join(GpuNames(c, placed->gpus), " "));
         continue;
       }
-      const auto unplaced = std::find_if(p.unplaced.begin(), p.unplaced.end(), [&](const UnplacedGroup& g) { return g.request == i; });
+      const auto unplaced =
+          std::find_if(p.unplaced.begin(), p.unplaced.end(), [&](const UnplacedGroup& g) { return g.request == i; });
       out += fmt::format("  {:<12} {} GPU(s) {:<6} -> UNPLACED: {}\n", r.name, r.gpus, LocalityName(r.locality),
                          unplaced->reason);
     }
@@ -232,7 +234,8 @@ Json PlacementReportJson(const ClusterState& state, const std::vector<PlacementP
   Json j;
   j["cluster"] = {{"name", c.name()}, {"gpus", c.gpus()}, {"healthy_gpus", c.healthy_gpus()}};
   Json allocations = Json::array();
-  for (const Allocation& a : state.allocations()) allocations.push_back({{"name", a.name}, {"gpus", GpuNames(c, a.gpus)}});
+  for (const Allocation& a : state.allocations())
+    allocations.push_back({{"name", a.name}, {"gpus", GpuNames(c, a.gpus)}});
   j["allocations"] = std::move(allocations);
   Json out_plans = Json::array();
   for (const PlacementPlan& p : plans) {
@@ -249,10 +252,11 @@ Json PlacementReportJson(const ClusterState& state, const std::vector<PlacementP
       const GroupRequest& r = p.requests[g.request];
       unplaced.push_back({{"name", r.name}, {"size", r.gpus}, {"reason", g.reason}});
     }
-    out_plans.push_back({{"policy", p.policy},
-                         {"placed", std::move(placed)},
-                         {"unplaced", std::move(unplaced)},
-                         {"fragmentation", {{"before", FragmentationJson(p.before)}, {"after", FragmentationJson(p.after)}}}});
+    out_plans.push_back(
+        {{"policy", p.policy},
+         {"placed", std::move(placed)},
+         {"unplaced", std::move(unplaced)},
+         {"fragmentation", {{"before", FragmentationJson(p.before)}, {"after", FragmentationJson(p.after)}}}});
   }
   j["plans"] = std::move(out_plans);
   j["derived"] = c.derived();

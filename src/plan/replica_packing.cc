@@ -1,11 +1,11 @@
 #include "fleetplan/plan/replica_packing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace fleetplan {
 namespace {
@@ -15,7 +15,7 @@ struct Group {
   std::vector<int64_t> gpus;
   std::vector<int64_t> nodes;  // ascending, unique
   std::optional<LinkSpec> link;
-  int64_t island = -1;         // -1: pooled across islands
+  int64_t island = -1;  // -1: pooled across islands
 };
 
 struct Island {
@@ -24,7 +24,7 @@ struct Island {
   std::vector<int64_t> gpus;  // healthy, node order then index
   LinkSpec link;              // slowest link inside the island
   bool slow = false;
-  bool networked = true;      // every node's network is up
+  bool networked = true;  // every node's network is up
 };
 
 void KeepSlower(std::optional<LinkSpec>& slowest, const LinkSpec& l) {
@@ -144,7 +144,8 @@ class Packer {
     } else {
       slow_islands_.push_back(&is);
     }
-    if (is.networked) leftovers.insert(leftovers.end(), is.gpus.begin() + static_cast<std::ptrdiff_t>(used), is.gpus.end());
+    if (is.networked)
+      leftovers.insert(leftovers.end(), is.gpus.begin() + static_cast<std::ptrdiff_t>(used), is.gpus.end());
     return groups;
   }
 
@@ -152,9 +153,9 @@ class Packer {
     std::vector<Group> groups;
     const auto tp = static_cast<size_t>(shape_.tp);
     for (size_t used = 0; used + tp <= gpus.size(); used += tp) {
-      groups.push_back(MakeGroup({gpus.begin() + static_cast<std::ptrdiff_t>(used),
-                                  gpus.begin() + static_cast<std::ptrdiff_t>(used + tp)},
-                                 -1));
+      groups.push_back(MakeGroup(
+          {gpus.begin() + static_cast<std::ptrdiff_t>(used), gpus.begin() + static_cast<std::ptrdiff_t>(used + tp)},
+          -1));
     }
     return groups;
   }
@@ -234,10 +235,10 @@ class Packer {
                          shape_.tp, shape_.pp, gpus_needed, nodes_.size(), healthy_);
     }
     if (groups_formed_ == 0 && !allow_) {
-      return fmt::format("tp {} needs {} GPUs joined by links at least as fast as {} ({}); the largest such "
-                         "island has {}{}; pass --allow-cross-node-tp to let TP groups use slower links",
-                         shape_.tp, shape_.tp, ref.name, FormatBandwidth(ref.bandwidth), largest_usable_,
-                         SlowNote());
+      return fmt::format(
+          "tp {} needs {} GPUs joined by links at least as fast as {} ({}); the largest such "
+          "island has {}{}; pass --allow-cross-node-tp to let TP groups use slower links",
+          shape_.tp, shape_.tp, ref.name, FormatBandwidth(ref.bandwidth), largest_usable_, SlowNote());
     }
     return fmt::format("pp {} needs {} TP groups of {} GPUs that can reach each other; the cluster forms {}{}",
                        shape_.pp, shape_.pp, shape_.tp, groups_formed_,
@@ -259,8 +260,8 @@ class Packer {
 
 }  // namespace
 
-ReplicaPacking PackReplicas(const Cluster& cluster, const std::vector<int64_t>& nodes,
-                            ReplicaShape shape, bool allow_slow_tp) {
+ReplicaPacking PackReplicas(const Cluster& cluster, const std::vector<int64_t>& nodes, ReplicaShape shape,
+                            bool allow_slow_tp) {
   FP_ASSERT(shape.tp >= 1 && shape.pp >= 1);
   ReplicaPacking empty;
   if (nodes.empty()) {
@@ -273,7 +274,8 @@ ReplicaPacking PackReplicas(const Cluster& cluster, const std::vector<int64_t>& 
 std::string FormatBandwidth(double bytes_per_s) {
   constexpr double kGBps = 1e9;
   const double gbps = bytes_per_s / kGBps;
-  if (gbps == static_cast<double>(static_cast<int64_t>(gbps))) return fmt::format("{} GB/s", static_cast<int64_t>(gbps));
+  if (gbps == static_cast<double>(static_cast<int64_t>(gbps)))
+    return fmt::format("{} GB/s", static_cast<int64_t>(gbps));
   return fmt::format("{:.2f} GB/s", gbps);
 }
 

@@ -1,10 +1,10 @@
 #include "fleetplan/plan/runtime_support.h"
 
+#include <fmt/format.h>
+
 #include <functional>
 #include <map>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "fleetplan/core/error.h"
 
@@ -18,9 +18,10 @@ class VllmSupport final : public RuntimeSupport {
   std::string name() const override { return "vllm"; }
   std::optional<std::string> Refuse(const ModelSpec& /*model*/, const Parallelism& p) const override {
     if (p.ep == 1 || p.ep == p.tp) return std::nullopt;
-    return fmt::format("vllm runs expert parallelism over the whole tp group (--enable-expert-parallel: "
-                       "ep = tp = {}); ep {} inside it is not offered",
-                       p.tp, p.ep);
+    return fmt::format(
+        "vllm runs expert parallelism over the whole tp group (--enable-expert-parallel: "
+        "ep = tp = {}); ep {} inside it is not offered",
+        p.tp, p.ep);
   }
 };
 

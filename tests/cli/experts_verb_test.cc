@@ -1,10 +1,10 @@
 // `fleetplan experts`: JSON keys, pricing, and located errors.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
@@ -45,8 +45,8 @@ TEST(ExpertsVerb, TotalsFormAsJson) {
 }
 
 TEST(ExpertsVerb, ReplicasAndPricingWithAModel) {
-  const CliResult r = Fleetplan({"experts", "--counts", "100,10,10,10,50,5,5,10", "--ranks", "4", "--redundant-experts", "4",
-                           "--model", "mixtral-8x7b", "--gpu", "h100-sxm-80g", "--steps", "10"});
+  const CliResult r = Fleetplan({"experts", "--counts", "100,10,10,10,50,5,5,10", "--ranks", "4", "--redundant-experts",
+                                 "4", "--model", "mixtral-8x7b", "--gpu", "h100-sxm-80g", "--steps", "10"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("balanced    loads [55, 55, 45, 45]  max 55"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Update: the balanced map is generation 2; new batches use it once all 4 ranks acknowledge"),

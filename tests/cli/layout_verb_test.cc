@@ -1,10 +1,10 @@
 // `fleetplan layout`: exit codes, JSON keys, and located errors for bad cluster files.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
@@ -45,7 +45,8 @@ TEST(LayoutVerb, RanksLayoutsAsJson) {
   EXPECT_EQ(best["tp"], 8);
   EXPECT_EQ(best["pp"], 1);
   EXPECT_EQ(best["decode_rank"], 1);
-  for (const char* key : {"dp", "replicas", "bytes_per_rank", "prefill_ms", "decode_ms", "comm_ms", "tokens_per_s_per_gpu"}) {
+  for (const char* key :
+       {"dp", "replicas", "bytes_per_rank", "prefill_ms", "decode_ms", "comm_ms", "tokens_per_s_per_gpu"}) {
     EXPECT_TRUE(best.contains(key)) << key;
   }
   // Rejected in enumeration order: tp 1 × pp 1 first (weights), tp 3 among them (heads).
@@ -56,14 +57,16 @@ TEST(LayoutVerb, RanksLayoutsAsJson) {
   for (const Json& x : j["rejected"]) {
     if (x["tp"] != 3) continue;
     saw_tp3 = true;
-    EXPECT_EQ(x["reason"], "tp 3 does not divide the 64 attention heads of 'atlas-70b' (valid tp: 1, 2, 4, 8, 16, 32, 64)");
+    EXPECT_EQ(x["reason"],
+              "tp 3 does not divide the 64 attention heads of 'atlas-70b' (valid tp: 1, 2, 4, 8, 16, 32, 64)");
   }
   EXPECT_TRUE(saw_tp3);
   EXPECT_EQ(j["ranking"]["decode"]["threshold"], 0.05);
 }
 
 TEST(LayoutVerb, TextStatesDefaultsAndWhatIfRemovals) {
-  const CliResult r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--without", "nvlink:n0"});
+  const CliResult r =
+      Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--without", "nvlink:n0"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("removed nvlink:n0 (what-if)"), std::string::npos);
   EXPECT_NE(r.out.find("inter-node link ib-ndr-400: default (short form)"), std::string::npos);
@@ -85,7 +88,8 @@ TEST(LayoutVerb, BadValuesAreLocatedAtTheirFlag) {
   EXPECT_EQ(r.err, "--batch: expected an integer, got 'x'\n");
   r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "2x8xh100-sxm-80"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_EQ(r.err.rfind("--cluster: short form '2x8xh100-sxm-80': unknown gpu 'h100-sxm-80'; did you mean 'h100-sxm-80g'?", 0),
+  EXPECT_EQ(r.err.rfind(
+                "--cluster: short form '2x8xh100-sxm-80': unknown gpu 'h100-sxm-80'; did you mean 'h100-sxm-80g'?", 0),
             0u)
       << r.err;
   r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--without", "gpu:n0/9"});

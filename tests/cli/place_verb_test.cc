@@ -1,10 +1,10 @@
 // `fleetplan place`: policies side by side, exit codes, located errors.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
@@ -62,7 +62,8 @@ TEST(PlaceVerb, ComparesPoliciesAndReportsFragmentation) {
 
 TEST(PlaceVerb, UnplacedGroupsAreACheckFailure) {
   const std::string file = WriteFile("requests2.yaml", kRequests);
-  const CliResult r = Fleetplan({"place", "--cluster", "2x4xh100-sxm-80g", "--requests", file, "--policy", "most-free"});
+  const CliResult r =
+      Fleetplan({"place", "--cluster", "2x4xh100-sxm-80g", "--requests", file, "--policy", "most-free"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("four         4 GPU(s) node   -> UNPLACED: needs 4 eligible free GPU(s) in one node"),
             std::string::npos)
@@ -83,8 +84,9 @@ TEST(PlaceVerb, SizesShorthandAndUsage) {
   r = Fleetplan({"place", "--cluster", "1x8xh100-sxm-80g", "--requests", bad});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
-            bad + ":2:24: requests[0]: unknown field 'localty'; did you mean 'locality'? (valid: name, gpus, locality, "
-                  "memory, dtypes, gpu)");
+            bad +
+                ":2:24: requests[0]: unknown field 'localty'; did you mean 'locality'? (valid: name, gpus, locality, "
+                "memory, dtypes, gpu)");
 }
 
 }  // namespace

@@ -12,19 +12,19 @@
 namespace fleetplan::cli {
 namespace {
 
-struct Run {
+struct VerbRun {
   int code = 0;
   std::string out;
   std::string err;
 };
 
-Run Report(std::vector<std::string> args) {
+VerbRun Report(std::vector<std::string> args) {
   args.insert(args.begin(), {"fleetplan", "report"});
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
   std::ostringstream out;
   std::ostringstream err;
-  Run r;
+  VerbRun r;
   r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
   r.out = out.str();
   r.err = err.str();
@@ -47,7 +47,7 @@ constexpr const char* kRecords =
     "\n";
 
 TEST(ReportVerb, PrintsATextTable) {
-  const Run r = Report({"--records", kVllmRun, "--slo", Temp("slo.yaml", "default: {ttft: 10s, tpot: 35ms}\n")});
+  const VerbRun r = Report({"--records", kVllmRun, "--slo", Temp("slo.yaml", "default: {ttft: 10s, tpot: 35ms}\n")});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("class    requests   ok  not ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\ndefault       300  300       0"), std::string::npos) << r.out;
@@ -56,7 +56,7 @@ TEST(ReportVerb, PrintsATextTable) {
 
 TEST(ReportVerb, JsonIsCanonicalAndCarriesDigests) {
   const std::string slo = Temp("slo.yaml", "default: {ttft: 10s, tpot: 35ms}\n");
-  const Run r = Report({"--records", kVllmRun, "--slo", slo, "--json"});
+  const VerbRun r = Report({"--records", kVllmRun, "--slo", slo, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(*CanonicalJson(j) + "\n", r.out);
@@ -71,7 +71,7 @@ TEST(ReportVerb, JsonIsCanonicalAndCarriesDigests) {
 }
 
 TEST(ReportVerb, WindowFlagSetsTheWindow) {
-  const Run r = Report({"--records", kVllmRun, "--window", "30s", "--json"});
+  const VerbRun r = Report({"--records", kVllmRun, "--window", "30s", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["window"]["duration_s"], 30.0);
@@ -79,7 +79,7 @@ TEST(ReportVerb, WindowFlagSetsTheWindow) {
 }
 
 TEST(ReportVerb, BadWindowIsInvalidInput) {
-  const Run r = Report({"--records", kVllmRun, "--window", "30"});
+  const VerbRun r = Report({"--records", kVllmRun, "--window", "30"});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err, "--window: expected a duration with a unit (ns, us, ms, s, m, h), got '30'\n");
 }
@@ -87,7 +87,7 @@ TEST(ReportVerb, BadWindowIsInvalidInput) {
 TEST(ReportVerb, BadRecordIsLocatedWithExitCode3) {
   const std::string records = Temp("bad.jsonl", std::string(kRecords) +
                                                     R"({"id":2,"class":"interactive","arrival_s":4,"first_token_s":3.5)" "\n");
-  const Run r = Report({"--records", records, "--format", "fleetplan"});
+  const VerbRun r = Report({"--records", records, "--format", "fleetplan"});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, records + ":3:62: truncated: the line ends inside the object\n"
@@ -96,13 +96,13 @@ TEST(ReportVerb, BadRecordIsLocatedWithExitCode3) {
 }
 
 TEST(ReportVerb, MissingRecordsFlagIsAUsageError) {
-  const Run r = Report({});
+  const VerbRun r = Report({});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--records is required"), std::string::npos) << r.err;
 }
 
 TEST(ReportVerb, ScenarioAsSloFile) {
-  const Run r = Report({"--records", Temp("records.jsonl", kRecords), "--slo",
+  const VerbRun r = Report({"--records", Temp("records.jsonl", kRecords), "--slo",
                         std::string(FLEETPLAN_SOURCE_DIR) + "/../shared/spec/scenario-v1.yaml", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);

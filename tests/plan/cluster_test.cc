@@ -1,18 +1,21 @@
 // Cluster files, short forms, links, islands and removals (plan/cluster.h, cluster_file.h).
-#include <string>
-#include <vector>
+#include "fleetplan/plan/cluster.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
-#include "fleetplan/plan/cluster.h"
 #include "fleetplan/plan/cluster_file.h"
 
 namespace fleetplan {
 namespace {
 
-const Catalog& Cat() { return Catalog::Builtin(); }
+const Catalog& Cat() {
+  return Catalog::Builtin();
+}
 
 Cluster Parse(const std::string& text) {
   Expected<Cluster> c = ParseClusterText(text, "lab.yaml", Cat());
@@ -62,7 +65,7 @@ TEST(ClusterFile, ReadsRacksNodesLinksAndZones) {
   EXPECT_EQ(c.nodes()[2].first_gpu, 16);
   EXPECT_EQ(c.nodes()[0].intra_link.name, "nvlink4");  // the GPU's default_intra_link
   EXPECT_EQ(c.nodes()[2].pcie_link.name, "pcie4");
-  EXPECT_EQ(c.nodes()[0].pcie_link.name, "pcie5");     // default, listed as derived
+  EXPECT_EQ(c.nodes()[0].pcie_link.name, "pcie5");  // default, listed as derived
   EXPECT_EQ(c.nodes()[3].gpu.memory, GiB(40));
   EXPECT_EQ(c.nodes()[3].gpu.dtypes, (std::vector<DType>{DType::kBf16, DType::kFp16}));
   EXPECT_EQ(c.derived(), (std::vector<std::string>{"pcie link pcie5: default for nodes that name none"}));
@@ -83,10 +86,10 @@ TEST(ClusterShortForm, NodesOfGpusWithStatedDefaults) {
   EXPECT_EQ(c->gpus(), 16);
   EXPECT_EQ(c->NodeNames(), (std::vector<std::string>{"n0", "n1"}));
   EXPECT_EQ(c->LinkBetween(0, 1)->name, "ib-ndr-400");
-  EXPECT_EQ(c->derived(), (std::vector<std::string>{
-                              "intra-node link nvlink4: the default_intra_link of h100-sxm-80g (short form)",
-                              "inter-node link ib-ndr-400: default (short form)",
-                              "pcie link pcie5: default (short form)"}));
+  EXPECT_EQ(c->derived(),
+            (std::vector<std::string>{"intra-node link nvlink4: the default_intra_link of h100-sxm-80g (short form)",
+                                      "inter-node link ib-ndr-400: default (short form)",
+                                      "pcie link pcie5: default (short form)"}));
   Expected<Cluster> racks = ParseClusterShortForm("2x2x4xmi300x", Cat());
   ASSERT_TRUE(racks.ok()) << racks.status().message();
   EXPECT_EQ(racks->racks().size(), 2u);
@@ -170,16 +173,19 @@ TEST(ClusterFile, DuplicateNamesAreLocatedAtTheSecondUse) {
 }
 
 TEST(ClusterFile, UnknownKeysAndBadValuesAreErrors) {
-  EXPECT_EQ(ErrorOf("racks:\n  - name: r0\n    nodes: [{name: n0, gpu: l4, gpu: 2}]\n").substr(0, 14), "lab.yaml:3:33:");
+  EXPECT_EQ(ErrorOf("racks:\n  - name: r0\n    nodes: [{name: n0, gpu: l4, gpu: 2}]\n").substr(0, 14),
+            "lab.yaml:3:33:");
   const std::string unknown = ErrorOf("racks:\n  - name: r0\n    nodse: []\n");
   EXPECT_EQ(unknown.substr(0, unknown.find('\n')),
             "lab.yaml:3:5: racks[0]: unknown field 'nodse'; did you mean 'nodes'? (valid: name, zone, "
             "inter_node_link, nodes)");
-  const std::string memory = ErrorOf("racks:\n  - name: r0\n    nodes: [{name: n0, gpu: l4, gpus: 1, memory: 99GiB}]\n");
+  const std::string memory =
+      ErrorOf("racks:\n  - name: r0\n    nodes: [{name: n0, gpu: l4, gpus: 1, memory: 99GiB}]\n");
   EXPECT_EQ(memory.substr(0, memory.find('\n')),
             "lab.yaml:3:50: racks[0].nodes[0].memory: expected a size above 0 and at most the 22.49 GiB of l4, "
             "got '99GiB'");
-  const std::string dtype = ErrorOf("racks:\n  - name: r0\n    nodes: [{name: n0, gpu: a100-80g, gpus: 1, dtypes: [fp8]}]\n");
+  const std::string dtype =
+      ErrorOf("racks:\n  - name: r0\n    nodes: [{name: n0, gpu: a100-80g, gpus: 1, dtypes: [fp8]}]\n");
   EXPECT_EQ(dtype.substr(0, dtype.find('\n')),
             "lab.yaml:3:57: racks[0].nodes[0].dtypes[0]: a100-80g has no native fp8 (it has: bf16, fp16, fp32, "
             "int8, int4)");

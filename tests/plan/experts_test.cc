@@ -1,12 +1,13 @@
 // Expert placement: loads, replicas, dispatch bytes, update pricing and generations
 // (plan/experts.h, experts_report.h).
-#include <string>
-#include <vector>
+#include "fleetplan/plan/experts.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "fleetplan/catalog/catalog.h"
-#include "fleetplan/plan/experts.h"
 #include "fleetplan/plan/experts_report.h"
 
 namespace fleetplan {
@@ -72,7 +73,7 @@ TEST(Experts, PerStepCountsGiveTheMeanBusiestRank) {
   EXPECT_EQ(c->totals, (std::vector<int64_t>{4, 0, 0, 4}));
   const ExpertLoad l = LoadOf(ContiguousPlacement(4, 2), *c, kAssignment);
   EXPECT_EQ(l.loads, (std::vector<int64_t>{4, 4}));  // balanced in total...
-  EXPECT_DOUBLE_EQ(l.mean_step_max_load, 4);        // ...but each step one rank does all
+  EXPECT_DOUBLE_EQ(l.mean_step_max_load, 4);         // ...but each step one rank does all
   EXPECT_EQ(ParseExpertCountsCsv("1,2\n3\n", "c.csv").status().message(),
             "c.csv:2:1: step 2: expected 2 counts (one per expert, as in the first step), got 1\n"
             "    2 | 3\n"
@@ -106,14 +107,15 @@ TEST(Experts, AnUpdateIsWorthItWhenTheSavingRepaysTheCopyWithinTheHorizon) {
       PriceUpdate(from, to, LoadOf(from, counts, kAssignment), LoadOf(to, counts, kAssignment), costs);
   EXPECT_EQ(price.copies_loaded, 6);
   EXPECT_EQ(price.copy_bytes, Bytes(6'000'000));
-  EXPECT_EQ(price.copy_time, Ms(2));          // the busiest rank loads 2 experts
-  EXPECT_EQ(price.saved_per_step, Us(5));     // max load 110 -> 105
+  EXPECT_EQ(price.copy_time, Ms(2));       // the busiest rank loads 2 experts
+  EXPECT_EQ(price.saved_per_step, Us(5));  // max load 110 -> 105
   EXPECT_EQ(price.break_even_steps, 400);
-  EXPECT_TRUE(price.worth);                   // within the default 1000 steps
+  EXPECT_TRUE(price.worth);  // within the default 1000 steps
   costs.horizon_steps = 399;
   EXPECT_FALSE(PriceUpdate(from, to, LoadOf(from, counts, kAssignment), LoadOf(to, counts, kAssignment), costs).worth);
   // Nothing saved: never worth it.
-  const UpdatePrice same = PriceUpdate(from, from, LoadOf(from, counts, kAssignment), LoadOf(from, counts, kAssignment), costs);
+  const UpdatePrice same =
+      PriceUpdate(from, from, LoadOf(from, counts, kAssignment), LoadOf(from, counts, kAssignment), costs);
   EXPECT_FALSE(same.break_even_steps.has_value());
   EXPECT_FALSE(same.worth);
 }

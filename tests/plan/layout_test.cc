@@ -1,21 +1,24 @@
 // Layout search: enumeration, rejection reasons, timing terms, ranking (plan/layout.h).
+#include "fleetplan/plan/layout.h"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/perf/collectives.h"
 #include "fleetplan/plan/cluster_file.h"
-#include "fleetplan/plan/layout.h"
 #include "fleetplan/plan/layout_report.h"
 
 namespace fleetplan {
 namespace {
 
-const Catalog& Cat() { return Catalog::Builtin(); }
+const Catalog& Cat() {
+  return Catalog::Builtin();
+}
 
 Cluster Short(const std::string& form, std::vector<std::string> removals = {}) {
   Expected<Cluster> c = ParseClusterShortForm(form, Cat());
@@ -183,7 +186,7 @@ TEST(Layout, EachGpuTypeOfAMixedClusterIsSearchedOnItsOwn) {
     h100 = h100 || f.gpu == "h100-sxm-80g";
     l40s = l40s || f.gpu == "l40s";
     if (f.gpu == "l40s") {
-      EXPECT_LE(f.layout.gpus(), 4);  // a replica never mixes GPU types
+      EXPECT_LE(f.layout.gpus(), 4);                          // a replica never mixes GPU types
       ASSERT_TRUE(!f.tp_link || f.tp_link->name == "pcie4");  // the L40S island is its PCIe switch
     }
   }
@@ -237,7 +240,8 @@ TEST(Layout, DataParallelOnlyAfterAFullReplicaFits) {
 
 TEST(Layout, IllegalShapesAreRejectedWithTheirReason) {
   const LayoutResult r = Search(Request("atlas-70b"), Short("1x8xh100-sxm-80g"));
-  EXPECT_EQ(Rejection(r, 3, 1), "tp 3 does not divide the 64 attention heads of 'atlas-70b' (valid tp: 1, 2, 4, 8, 16, 32, 64)");
+  EXPECT_EQ(Rejection(r, 3, 1),
+            "tp 3 does not divide the 64 attention heads of 'atlas-70b' (valid tp: 1, 2, 4, 8, 16, 32, 64)");
   LayoutRequest deep = Request("atlas-70b");
   deep.pp = 96;
   deep.tp = 1;

@@ -1,16 +1,17 @@
 // Placement of GPU groups: policies, the shared policy contract, commit, fragmentation
 // (plan/placement.h, placement_report.h).
+#include "fleetplan/plan/placement.h"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/rng.h"
 #include "fleetplan/plan/cluster_file.h"
-#include "fleetplan/plan/placement.h"
 #include "fleetplan/plan/placement_report.h"
 
 namespace fleetplan {
@@ -91,7 +92,8 @@ TEST(Placement, PlanningIsPureAndCommitIsAtomic) {
   moved.Allocate(Allocation{"intruder", {4}});
   const Status conflict = CommitPlacement(moved, plan);
   EXPECT_EQ(conflict.code(), StatusCode::kCheckFailed);
-  EXPECT_EQ(conflict.message(), "placement of 'b' no longer holds: GPU n1/0 is held by 'intruder'; nothing was committed");
+  EXPECT_EQ(conflict.message(),
+            "placement of 'b' no longer holds: GPU n1/0 is held by 'intruder'; nothing was committed");
   EXPECT_EQ(moved.allocations().size(), 1u);  // not even 'a' was committed
   EXPECT_TRUE(moved.Free(0));
   // Against the unchanged state it commits whole.
@@ -184,8 +186,8 @@ TEST(PlacementContract, EveryPolicyPlacesOnlyValidGroupsAndOnlyFailsWhenNothingF
       std::vector<GroupRequest> requests;
       const auto count = static_cast<int>(3 + rng.NextBelow(8));
       for (int i = 0; i < count; ++i) {
-        GroupRequest r = Group("r" + std::to_string(i), sizes[rng.NextBelow(4)],
-                               static_cast<Locality>(rng.NextBelow(4)));
+        GroupRequest r =
+            Group("r" + std::to_string(i), sizes[rng.NextBelow(4)], static_cast<Locality>(rng.NextBelow(4)));
         if (rng.NextBelow(4) == 0) r.dtypes = {DType::kFp8};
         if (rng.NextBelow(4) == 0) r.memory_per_gpu = GiB(45);
         r.gpu_type = types[rng.NextBelow(types.size())];
@@ -208,13 +210,15 @@ TEST(PlacementContract, EveryPolicyPlacesOnlyValidGroupsAndOnlyFailsWhenNothingF
         std::map<std::string, int64_t> eligible;  // domain key -> eligible free GPUs
         for (int64_t n = 0; n < static_cast<int64_t>(c->nodes().size()); ++n) {
           const ClusterNode& node = c->nodes()[static_cast<size_t>(n)];
-          const bool meets = (r.gpu_type.empty() || node.gpu.name == r.gpu_type) && node.gpu.memory >= r.memory_per_gpu &&
-                             std::all_of(r.dtypes.begin(), r.dtypes.end(), [&](DType t) { return node.gpu.Supports(t); });
+          const bool meets =
+              (r.gpu_type.empty() || node.gpu.name == r.gpu_type) && node.gpu.memory >= r.memory_per_gpu &&
+              std::all_of(r.dtypes.begin(), r.dtypes.end(), [&](DType t) { return node.gpu.Supports(t); });
           if (!meets) continue;
-          const std::string key = r.locality == Locality::kNode     ? node.name
-                                  : r.locality == Locality::kIsland ? std::to_string(c->island_of()[static_cast<size_t>(n)])
-                                  : r.locality == Locality::kRack   ? std::to_string(node.rack)
-                                                                    : "all";
+          const std::string key = r.locality == Locality::kNode ? node.name
+                                  : r.locality == Locality::kIsland
+                                      ? std::to_string(c->island_of()[static_cast<size_t>(n)])
+                                  : r.locality == Locality::kRack ? std::to_string(node.rack)
+                                                                  : "all";
           eligible[key] += replay.FreeGpus(n);
         }
         for (const auto& [key, free] : eligible) {
@@ -243,12 +247,11 @@ TEST(PlacementFile, ReadsAllocationsAndRequestsWithLocatedErrors) {
             "p.yaml:2:21: requests[0].gpus: expected an integer >= 1, got a sequence\n"
             "    2 |   - {name: a, gpus: [n0/9]}\n"
             "      |                     ^\n");
-  EXPECT_EQ(ParsePlacementText("allocations:\n  - {name: a, gpus: [n7/1]}\nrequests: []\n", "p.yaml", c)
-                .status()
-                .message(),
-            "p.yaml:2:22: allocations[0].gpus[0]: unknown node 'n7'; did you mean 'n0'? (valid: n0, n1)\n"
-            "    2 |   - {name: a, gpus: [n7/1]}\n"
-            "      |                      ^\n");
+  EXPECT_EQ(
+      ParsePlacementText("allocations:\n  - {name: a, gpus: [n7/1]}\nrequests: []\n", "p.yaml", c).status().message(),
+      "p.yaml:2:22: allocations[0].gpus[0]: unknown node 'n7'; did you mean 'n0'? (valid: n0, n1)\n"
+      "    2 |   - {name: a, gpus: [n7/1]}\n"
+      "      |                      ^\n");
   EXPECT_EQ(ParsePlacementText("requests:\n  - {name: a, gpus: 1}\n  - {name: a, gpus: 2}\n", "p.yaml", c)
                 .status()
                 .message()

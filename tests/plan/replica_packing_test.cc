@@ -1,14 +1,15 @@
 // Complete replicas on a cluster: islands, slow links, isolation, domain loss
 // (plan/replica_packing.h).
+#include "fleetplan/plan/replica_packing.h"
+
+#include <gtest/gtest.h>
+
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/plan/cluster_file.h"
-#include "fleetplan/plan/replica_packing.h"
 
 namespace fleetplan {
 namespace {
@@ -108,7 +109,7 @@ TEST(ReplicaPacking, IsolatedNodesKeepTheirOwnReplicasOnly) {
 
 TEST(ReplicaPacking, DomainLossCountsReplicasTouchingTheWorstDomain) {
   const Cluster c = Short("2x2x8xh100-sxm-80g");  // 2 racks of 2 nodes
-  const ReplicaPacking p = Pack(c, 8, 2);          // each replica spans two nodes of one rack
+  const ReplicaPacking p = Pack(c, 8, 2);         // each replica spans two nodes of one rack
   EXPECT_EQ(p.replicas, 2);
   EXPECT_EQ(p.after_loss.node, 1);
   EXPECT_EQ(p.after_loss.rack, 1);

@@ -1,12 +1,13 @@
 // Runtime strategies: one factory, a shared contract, and what each one refuses
 // (plan/runtime_support.h).
-#include <string>
-#include <vector>
+#include "fleetplan/plan/runtime_support.h"
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "fleetplan/catalog/catalog.h"
-#include "fleetplan/plan/runtime_support.h"
 
 namespace fleetplan {
 namespace {

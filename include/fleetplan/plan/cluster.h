@@ -58,12 +58,12 @@ struct ClusterRack {
 
 struct ClusterNode {
   std::string name;
-  int64_t rack = 0;          // index into Cluster::racks()
-  GpuSpec gpu;               // the catalog GPU, with the file's memory / dtypes overrides
+  int64_t rack = 0;  // index into Cluster::racks()
+  GpuSpec gpu;       // the catalog GPU, with the file's memory / dtypes overrides
   int64_t gpu_count = 0;
-  int64_t first_gpu = 0;     // id of its GPU 0
-  LinkSpec intra_link;       // the NVLink island (or the PCIe switch for PCIe parts)
-  LinkSpec pcie_link;        // used inside the node when the island is down
+  int64_t first_gpu = 0;  // id of its GPU 0
+  LinkSpec intra_link;    // the NVLink island (or the PCIe switch for PCIe parts)
+  LinkSpec pcie_link;     // used inside the node when the island is down
   // The catalog default intra link of the GPU type: links slower than it are slow for TP.
   LinkSpec reference_link;
   bool intra_link_up = true;
@@ -112,8 +112,7 @@ class Cluster {
  public:
   // Checks the invariants above and assigns GPU ids; errors name the first broken one.
   // Zones are those the racks name, in order of first appearance.
-  static Expected<Cluster> Make(std::string name, std::vector<ClusterRack> racks,
-                                std::vector<ClusterNode> nodes,
+  static Expected<Cluster> Make(std::string name, std::vector<ClusterRack> racks, std::vector<ClusterNode> nodes,
                                 LinkSpec inter_node_link, double inter_rack_oversubscription,
                                 std::vector<NodeConnection> connections);
 

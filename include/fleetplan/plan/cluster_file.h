@@ -51,10 +51,8 @@ namespace fleetplan {
 inline constexpr int64_t kMaxGpusPerNode = 1024;
 inline constexpr int64_t kMaxClusterGpus = int64_t{1} << 20;
 
-Expected<Cluster> ReadClusterYaml(const YamlNode& root, const Catalog& catalog,
-                                  const std::string& default_name);
-Expected<Cluster> ParseClusterText(std::string_view text, std::string display_name,
-                                   const Catalog& catalog);
+Expected<Cluster> ReadClusterYaml(const YamlNode& root, const Catalog& catalog, const std::string& default_name);
+Expected<Cluster> ParseClusterText(std::string_view text, std::string display_name, const Catalog& catalog);
 Expected<Cluster> ReadClusterFile(const std::string& path, const Catalog& catalog);
 
 // True when `text` has the shape of a short form (digits 'x' digits 'x' name, optionally
@@ -66,12 +64,10 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
 
 // A file when a file of that name exists or the text is not a short form; else the short
 // form. Errors of the short form are located at `flag` (e.g. "--cluster").
-Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catalog& catalog,
-                              std::string_view flag);
+Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catalog& catalog, std::string_view flag);
 
 // Applies removals ("gpu:n0/3", "nvlink:n0", ... see ParseRemoval) in order and lists each
 // in the cluster's derived lines. Errors are located at `flag` (e.g. "--without").
-Expected<Cluster> ApplyRemovals(Cluster cluster, const std::vector<std::string>& removals,
-                                std::string_view flag);
+Expected<Cluster> ApplyRemovals(Cluster cluster, const std::vector<std::string>& removals, std::string_view flag);
 
 }  // namespace fleetplan

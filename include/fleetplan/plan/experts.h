@@ -48,6 +48,11 @@ inline constexpr int64_t kDefaultRebalanceSteps = 1000;
 // typo, not a model.
 inline constexpr int64_t kMaxExperts = int64_t{1} << 16;
 inline constexpr int64_t kMaxExpertRanks = int64_t{1} << 16;
+// Most routed assignments the counts may hold in all (a trillion), and the largest bytes of
+// one assignment (a hidden size of 2^20 in 16 bits): together they keep every byte count
+// of the dispatch arithmetic below 2^62.
+inline constexpr int64_t kMaxAssignments = int64_t{1} << 40;
+inline constexpr int64_t kMaxAssignmentBytes = int64_t{1} << 21;
 
 struct ExpertCounts {
   std::vector<int64_t> totals;              // per expert, over every step
@@ -57,7 +62,7 @@ struct ExpertCounts {
 };
 
 // "10,7,3": totals, non-negative integers. Errors name the position: "count 3: expected a
-// non-negative integer, got 'x'".
+// non-negative integer, got 'x'". Counts summing to more than kMaxAssignments are an error.
 Expected<ExpertCounts> ParseExpertCounts(std::string_view text);
 // A CSV file, one line per step, one count per expert ("#" lines are comments); the
 // totals are the column sums. Errors are located (file:line:col).
@@ -84,23 +89,25 @@ struct ExpertLoad {
   std::vector<int64_t> loads;  // per rank, over every step
   int64_t max_load = 0;
   double mean_load = 0;
-  double imbalance = 0;        // max / mean (1 = perfect); 0 when nothing is routed
+  double imbalance = 0;  // max / mean (1 = perfect); 0 when nothing is routed
   // Per step: the busiest rank's load, averaged (equal to max_load / steps for totals).
   double mean_step_max_load = 0;
-  Bytes dispatch_bytes;        // over every step
+  Bytes dispatch_bytes;  // over every step
   Bytes combine_bytes;
 };
 
+// REQUIRES: the counts sum to at most kMaxAssignments; bytes_per_assignment in
+// [0, kMaxAssignmentBytes]; placement.expert_ranks has one entry per expert.
 ExpertLoad LoadOf(const ExpertPlacement& placement, const ExpertCounts& counts, Bytes bytes_per_assignment);
 
 // What pricing an update needs: the size of one expert, the time one assignment takes on
 // the busiest rank, and the link the copies use.
 struct ExpertCostInputs {
-  Bytes expert_bytes;          // one expert of one layer
-  Duration assignment_time;    // one assignment through one expert (its FFN FLOPs)
+  Bytes expert_bytes;        // one expert of one layer
+  Duration assignment_time;  // one assignment through one expert (its FFN FLOPs)
   LinkSpec copy_link;
   int64_t horizon_steps = kDefaultRebalanceSteps;
-  int64_t moe_layers = 1;      // layers the placement applies to (memory of redundant copies)
+  int64_t moe_layers = 1;  // layers the placement applies to (memory of redundant copies)
 };
 
 // Expert cost inputs from a model and GPU: expert params = (3 if gated else 2) × hidden ×
@@ -110,12 +117,12 @@ ExpertCostInputs ExpertCostsOf(const ModelSpec& model, const GpuSpec& gpu, DType
                                const LinkSpec& copy_link, double compute_efficiency);
 
 struct UpdatePrice {
-  int64_t copies_loaded = 0;    // expert copies ranks must load that they did not hold
-  Bytes copy_bytes;             // copies × expert bytes
-  Duration copy_time;           // the rank loading the most, over the copy link
-  Duration saved_per_step;      // (mean step max before − after) × assignment time
+  int64_t copies_loaded = 0;                // expert copies ranks must load that they did not hold
+  Bytes copy_bytes;                         // copies × expert bytes
+  Duration copy_time;                       // the rank loading the most, over the copy link
+  Duration saved_per_step;                  // (mean step max before − after) × assignment time
   std::optional<int64_t> break_even_steps;  // nullopt when nothing is saved
-  bool worth = false;           // break-even within horizon_steps
+  bool worth = false;                       // break-even within horizon_steps
 };
 
 UpdatePrice PriceUpdate(const ExpertPlacement& from, const ExpertPlacement& to, const ExpertLoad& before,

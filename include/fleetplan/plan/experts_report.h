@@ -30,9 +30,9 @@ inline constexpr int64_t kDefaultExpertsHidden = 4096;
 struct ExpertsRequest {
   ExpertCounts counts;
   int64_t ranks = 1;
-  int64_t redundant = 0;                   // extra expert slots in all (multiple of ranks)
-  Bytes bytes_per_assignment;              // hidden × kAssignmentElementBytes
-  std::optional<ExpertCostInputs> costs;   // pricing; absent = the update is not priced
+  int64_t redundant = 0;                  // extra expert slots in all (multiple of ranks)
+  Bytes bytes_per_assignment;             // hidden × kAssignmentElementBytes
+  std::optional<ExpertCostInputs> costs;  // pricing; absent = the update is not priced
   std::vector<std::string> derived;
 };
 

@@ -80,12 +80,12 @@ struct LayoutRequest {
   ModelSpec model;
   DType weight_dtype = DType::kBf16;
   DType kv_dtype = DType::kBf16;
-  int64_t context = kDefaultLayoutContext;   // tokens per resident sequence
-  int64_t batch = kDefaultLayoutBatch;       // decode sequences per step (and resident)
+  int64_t context = kDefaultLayoutContext;  // tokens per resident sequence
+  int64_t batch = kDefaultLayoutBatch;      // decode sequences per step (and resident)
   int64_t prefill_tokens = kDefaultLayoutPrefillTokens;
-  int64_t microbatches = 1;                  // per step, when pp > 1
+  int64_t microbatches = 1;  // per step, when pp > 1
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::kRing;
-  bool allow_cross_node_tp = false;          // TP groups may use slow links
+  bool allow_cross_node_tp = false;  // TP groups may use slow links
   std::string runtime = std::string(kDefaultRuntime);
   double gpu_memory_utilization = kDefaultGpuMemoryUtilization;
   RooflineParams roofline;
@@ -98,41 +98,41 @@ struct LayoutRequest {
 
 // One step of one phase, term by term (see the file comment).
 struct PhaseTiming {
-  int64_t tokens = 0;          // tokens the step computes
-  int64_t microbatches = 1;    // effective m (microbatches actually cut)
+  int64_t tokens = 0;        // tokens the step computes
+  int64_t microbatches = 1;  // effective m (microbatches actually cut)
   int64_t tokens_per_microbatch = 0;
   Duration compute;
   Duration tp_all_reduce;
   Duration ep_all_to_all;
   Duration pp_handoff;
   Duration pp_bubble;
-  Duration step;               // the sum of the five terms above
-  Bytes tp_message;            // bytes of one all-reduce (one microbatch)
+  Duration step;                   // the sum of the five terms above
+  Bytes tp_message;                // bytes of one all-reduce (one microbatch)
   int64_t routed_assignments = 0;  // per step: tokens × top-k (MoE), else 0
-  Bytes ep_dispatch_bytes;     // per step, all MoE layers: assignments leaving their group
-  Bytes ep_combine_bytes;      // equal to dispatch: every result returns
+  Bytes ep_dispatch_bytes;         // per step, all MoE layers: assignments leaving their group
+  Bytes ep_combine_bytes;          // equal to dispatch: every result returns
   double tokens_per_s_per_gpu = 0;
   Duration comm() const { return tp_all_reduce + ep_all_to_all + pp_handoff; }
 };
 
 struct FeasibleLayout {
-  std::string gpu;             // GPU type label
-  Parallelism layout;          // tp, pp, ep
-  int64_t dp = 0;              // replicas used
-  int64_t replicas = 0;        // replicas the cluster holds
-  int64_t stranded_gpus = 0;   // healthy GPUs of this type in no replica
-  Bytes bytes_per_rank;        // binding stage: weights + activation + runtime + batch × KV
-  Bytes budget_per_rank;       // memory × utilization
-  int64_t max_sequences = 0;   // at `context`, per replica
+  std::string gpu;            // GPU type label
+  Parallelism layout;         // tp, pp, ep
+  int64_t dp = 0;             // replicas used
+  int64_t replicas = 0;       // replicas the cluster holds
+  int64_t stranded_gpus = 0;  // healthy GPUs of this type in no replica
+  Bytes bytes_per_rank;       // binding stage: weights + activation + runtime + batch × KV
+  Bytes budget_per_rank;      // memory × utilization
+  int64_t max_sequences = 0;  // at `context`, per replica
   std::optional<LinkSpec> tp_link;
   std::optional<LinkSpec> pp_link;
   bool tp_over_slow_link = false;  // only with allow_cross_node_tp
   DomainLoss after_loss;
   PhaseTiming prefill;
   PhaseTiming decode;
-  double prefill_score = 0;    // dp × GPUs per replica × tokens/s per GPU
+  double prefill_score = 0;  // dp × GPUs per replica × tokens/s per GPU
   double decode_score = 0;
-  int64_t prefill_rank = 0;    // 1-based
+  int64_t prefill_rank = 0;  // 1-based
   int64_t decode_rank = 0;
 };
 
@@ -153,7 +153,7 @@ struct LayoutResult {
   std::vector<RejectedLayout> rejected;  // in enumeration order
   PhaseRanking prefill;
   PhaseRanking decode;
-  std::vector<std::string> derived;      // defaults and adjustments, one line each
+  std::vector<std::string> derived;  // defaults and adjustments, one line each
 };
 
 // Errors (InvalidInput, unlocated, naming the field as the flag spells it): batch,

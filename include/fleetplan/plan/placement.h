@@ -46,9 +46,9 @@ struct GroupRequest {
   std::string name;
   int64_t gpus = 1;
   Locality locality = Locality::kNode;
-  Bytes memory_per_gpu;        // 0 = no need stated
-  std::vector<DType> dtypes;   // formats each GPU must run natively
-  std::string gpu_type;        // catalog GPU name; empty = any
+  Bytes memory_per_gpu;       // 0 = no need stated
+  std::vector<DType> dtypes;  // formats each GPU must run natively
+  std::string gpu_type;       // catalog GPU name; empty = any
 };
 
 struct Allocation {
@@ -94,8 +94,7 @@ class PlacementPolicy {
   virtual std::string name() const = 0;
   // GPUs (ascending ids) for `request` among the free eligible GPUs, or nullopt when no
   // locality domain holds it.
-  virtual std::optional<std::vector<int64_t>> Choose(const ClusterState& state,
-                                                     const GroupRequest& request) const = 0;
+  virtual std::optional<std::vector<int64_t>> Choose(const ClusterState& state, const GroupRequest& request) const = 0;
 };
 
 inline constexpr std::string_view kDefaultPlacementPolicy = "tight";
@@ -134,7 +133,7 @@ struct PlacementPlan {
   std::vector<PlacedGroup> placed;      // request order
   std::vector<UnplacedGroup> unplaced;  // request order
   Fragmentation before;
-  Fragmentation after;                  // had every placed group been committed
+  Fragmentation after;  // had every placed group been committed
 };
 
 PlacementPlan PlanPlacement(const ClusterState& state, const std::vector<GroupRequest>& requests,

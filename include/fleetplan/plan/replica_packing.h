@@ -45,18 +45,18 @@ struct DomainLoss {
 struct ReplicaPacking {
   int64_t replicas = 0;
   std::vector<std::vector<int64_t>> replica_gpus;  // GPU ids, stage by stage
-  std::optional<LinkSpec> tp_link;  // slowest TP link used (none when tp == 1)
-  std::optional<LinkSpec> pp_link;  // slowest PP link used (none when pp == 1)
-  bool tp_over_slow_link = false;   // some placed group's TP link is slow
-  int64_t stranded_gpus = 0;        // healthy GPUs of the nodes in no replica
+  std::optional<LinkSpec> tp_link;                 // slowest TP link used (none when tp == 1)
+  std::optional<LinkSpec> pp_link;                 // slowest PP link used (none when pp == 1)
+  bool tp_over_slow_link = false;                  // some placed group's TP link is slow
+  int64_t stranded_gpus = 0;                       // healthy GPUs of the nodes in no replica
   DomainLoss after_loss;
   // When replicas == 0: what stops the first replica, with its numbers.
   std::string no_fit_reason;
 };
 
 // `nodes`: indices of the nodes to use (ascending). REQUIRES: shape.tp, shape.pp >= 1.
-ReplicaPacking PackReplicas(const Cluster& cluster, const std::vector<int64_t>& nodes,
-                            ReplicaShape shape, bool allow_slow_tp);
+ReplicaPacking PackReplicas(const Cluster& cluster, const std::vector<int64_t>& nodes, ReplicaShape shape,
+                            bool allow_slow_tp);
 
 // "450 GB/s" — a link bandwidth as reasons print it.
 std::string FormatBandwidth(double bytes_per_s);

@@ -29,8 +29,7 @@ class RuntimeSupport {
   virtual std::string name() const = 0;
   // Why the runtime cannot run `layout` of `model`, or nullopt when it can.
   // REQUIRES: the layout passed ValidateMemoryInputs.
-  virtual std::optional<std::string> Refuse(const ModelSpec& model,
-                                            const Parallelism& layout) const = 0;
+  virtual std::optional<std::string> Refuse(const ModelSpec& model, const Parallelism& layout) const = 0;
 };
 
 inline constexpr std::string_view kDefaultRuntime = "vllm";
