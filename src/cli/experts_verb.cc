@@ -129,6 +129,10 @@ Status RunExperts(const ExpertsFlags& f, std::ostream& out) {
   int64_t hidden = kDefaultExpertsHidden;
   if (f.hidden.given()) {
     FP_ASSIGN_OR_RETURN(hidden, IntFlag(f.hidden, "--hidden", 1));
+    if (hidden > kMaxAssignmentBytes / kAssignmentElementBytes) {
+      return FlagError("--hidden", fmt::format("expected at most {}, got {}",
+                                               kMaxAssignmentBytes / kAssignmentElementBytes, hidden));
+    }
   } else if (model) {
     hidden = model->hidden;
   } else {

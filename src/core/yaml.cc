@@ -110,8 +110,10 @@ std::string Got(const Value& v) {
   return QuoteValue(v.text);
 }
 
+// An empty key is shown as "" so the path still reads as a path ("workload.classes.\"\"").
 std::string ChildPath(std::string_view parent, std::string_view key) {
-  return parent.empty() ? std::string(key) : fmt::format("{}.{}", parent, key);
+  const std::string_view shown = key.empty() ? std::string_view("\"\"") : key;
+  return parent.empty() ? std::string(shown) : fmt::format("{}.{}", parent, shown);
 }
 
 // Readable form of a tag as yaml-cpp resolves it ("tag:yaml.org,2002:str" -> "!!str").

@@ -59,13 +59,30 @@ int Column(size_t byte_offset) {
   return static_cast<int>(byte_offset) + 1;
 }
 
+// Adds `row` to `totals`, refusing a sum beyond kMaxAssignments (no overflow on the way:
+// every count is checked against what is left of the bound before it is added).
+Status AddCounts(const std::vector<int64_t>& row, std::vector<int64_t>& totals, int64_t& sum) {
+  for (size_t e = 0; e < row.size(); ++e) {
+    if (row[e] > kMaxAssignments - sum) {
+      return InvalidInput(fmt::format("the counts sum to more than {} routed assignments", kMaxAssignments));
+    }
+    sum += row[e];
+    totals[e] += row[e];
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<ExpertCounts> ParseExpertCounts(std::string_view text) {
   ExpertCounts c;
-  FP_ASSIGN_OR_RETURN(c.totals, SplitCounts(text, [](size_t i, size_t /*offset*/, std::string_view msg) {
+  FP_ASSIGN_OR_RETURN(const std::vector<int64_t> row,
+                      SplitCounts(text, [](size_t i, size_t /*offset*/, std::string_view msg) {
                         return InvalidInput(fmt::format("count {}: {}", i + 1, msg));
                       }));
+  c.totals.assign(row.size(), 0);
+  int64_t sum = 0;
+  FP_RETURN_IF_ERROR(AddCounts(row, c.totals, sum));
   return c;
 }
 
@@ -98,8 +115,10 @@ Expected<ExpertCounts> ParseExpertCountsCsv(std::string_view text, const std::st
                         "expected at least one line of per-expert counts, got none");
   }
   c.totals.assign(c.steps.front().size(), 0);
+  int64_t sum = 0;
   for (const std::vector<int64_t>& row : c.steps) {
-    for (size_t e = 0; e < row.size(); ++e) c.totals[e] += row[e];
+    const Status added = AddCounts(row, c.totals, sum);
+    if (!added.ok()) return LocatedError(SourceLocation{display_name, 0, 0, ""}, "", added.message());
   }
   c.step_count = static_cast<int64_t>(c.steps.size());
   return c;
@@ -243,12 +262,16 @@ ExpertLoad LoadOf(const ExpertPlacement& p, const ExpertCounts& counts, Bytes by
     }
     out.mean_step_max_load = static_cast<double>(sum) / static_cast<double>(counts.steps.size());
   }
-  // Σ count × (ranks − replicas) × bytes, divided once by ranks (exact up to the last step).
+  // Σ count × (ranks − replicas) / ranks × bytes, rounded down once at the end. The
+  // numerator stays below kMaxAssignments × ranks <= 2^56; splitting it into whole and
+  // remainder keeps the product with the bytes below 2^62.
   int64_t remote_numerator = 0;
   for (size_t e = 0; e < counts.totals.size(); ++e) {
     remote_numerator += counts.totals[e] * (p.ranks - static_cast<int64_t>(p.expert_ranks[e].size()));
   }
-  out.dispatch_bytes = Bytes(remote_numerator * bytes_per_assignment.count() / p.ranks);
+  const int64_t bytes = bytes_per_assignment.count();
+  FP_ASSERT(bytes >= 0 && bytes <= kMaxAssignmentBytes);
+  out.dispatch_bytes = Bytes(remote_numerator / p.ranks * bytes + remote_numerator % p.ranks * bytes / p.ranks);
   out.combine_bytes = out.dispatch_bytes;
   return out;
 }

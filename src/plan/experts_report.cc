@@ -46,6 +46,17 @@ std::string PlacementLines(const ExpertPlacement& p) {
 
 Expected<ExpertsResult> AnalyzeExperts(const ExpertsRequest& request) {
   FP_RETURN_IF_ERROR(ValidateExpertShape(request.counts.experts(), request.ranks, request.redundant));
+  int64_t assignments = 0;
+  for (const int64_t count : request.counts.totals) {
+    if (count < 0 || count > kMaxAssignments - assignments) {
+      return InvalidInput(fmt::format("--counts: the counts sum to more than {} routed assignments", kMaxAssignments));
+    }
+    assignments += count;
+  }
+  if (request.bytes_per_assignment.count() < 0 || request.bytes_per_assignment.count() > kMaxAssignmentBytes) {
+    return InvalidInput(fmt::format("--hidden: expected at most {} bytes per assignment, got {}", kMaxAssignmentBytes,
+                                    request.bytes_per_assignment.count()));
+  }
   ExpertsResult r;
   r.request = request;
   r.contiguous = ContiguousPlacement(request.counts.experts(), request.ranks);

@@ -32,7 +32,8 @@ void MaybeCompact(std::vector<T>* keys, size_t* sorted) {
   if (tail >= kMinCompactTail && tail >= *sorted) CompactSortedUnique(keys, sorted);
 }
 
-Json Rounded(double v) { return RoundForReport(v, 6); }
+// Report precision: 9 significant digits keep millisecond times exact up to ~11 days.
+Json Rounded(double v) { return RoundForReport(v); }
 
 }  // namespace
 

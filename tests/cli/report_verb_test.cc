@@ -81,7 +81,7 @@ TEST(ReportVerb, WindowFlagSetsTheWindow) {
 TEST(ReportVerb, BadWindowIsInvalidInput) {
   const VerbRun r = Report({"--records", kVllmRun, "--window", "30"});
   EXPECT_EQ(r.code, 3);
-  EXPECT_EQ(r.err, "--window: expected a duration with a unit (ns, us, ms, s, m, h), got '30'\n");
+  EXPECT_EQ(r.err, "--window: expected a duration with a unit (ns, us, ms, s, m, min, h), got '30'\n");
 }
 
 TEST(ReportVerb, BadRecordIsLocatedWithExitCode3) {
@@ -90,9 +90,9 @@ TEST(ReportVerb, BadRecordIsLocatedWithExitCode3) {
   const VerbRun r = Report({"--records", records, "--format", "fleetplan"});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, records + ":3:62: truncated: the line ends inside the object\n"
+  EXPECT_EQ(r.err, records + ":3:64: truncated: the line ends before the object's '}'\n"
                    "    3 | {\"id\":2,\"class\":\"interactive\",\"arrival_s\":4,\"first_token_s\":3.5\n"
-                   "      |                                                              ^\n");
+                   "      |                                                                ^\n");
 }
 
 TEST(ReportVerb, MissingRecordsFlagIsAUsageError) {

@@ -15,17 +15,17 @@
 namespace fleetplan::cli {
 namespace {
 
-struct Run {
+struct CliRun {
   int code = 0;
   std::string out, err;
 };
 
-Run Fleetplan(std::vector<std::string> args) {
+CliRun Fleetplan(std::vector<std::string> args) {
   args.insert(args.begin(), "fleetplan");
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   std::ostringstream out, err;
-  Run r;
+  CliRun r;
   r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
   r.out = out.str();
   r.err = err.str();
@@ -79,9 +79,9 @@ workload:
 
 TEST_F(TraceVerbTest, GenIsDeterministicAndStatsReadsItBack) {
   const std::string scenario = Write("s.yaml", kScenario);
-  const Run a = Fleetplan({"trace", "gen", scenario, "-o", Path("a.jsonl"), "--json"});
+  const CliRun a = Fleetplan({"trace", "gen", scenario, "-o", Path("a.jsonl"), "--json"});
   ASSERT_EQ(a.code, 0) << a.err;
-  const Run b = Fleetplan({"trace", "gen", scenario, "-o", Path("b.jsonl"), "--json"});
+  const CliRun b = Fleetplan({"trace", "gen", scenario, "-o", Path("b.jsonl"), "--json"});
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(ReadAll(Path("a.jsonl")), ReadAll(Path("b.jsonl")));
   const Json ja = Json::parse(a.out);
@@ -91,17 +91,21 @@ TEST_F(TraceVerbTest, GenIsDeterministicAndStatsReadsItBack) {
   const int64_t n = ja["requests"].get<int64_t>();
   EXPECT_GT(n, 1000);  // 20/s for 60 s
 
-  const Run stats = Fleetplan({"trace", "stats", Path("a.jsonl"), "--json"});
+  const CliRun stats = Fleetplan({"trace", "stats", Path("a.jsonl"), "--json"});
   ASSERT_EQ(stats.code, 0) << stats.err;
   const Json js = Json::parse(stats.out);
   EXPECT_EQ(js["stats"]["requests"], n);
   EXPECT_EQ(js["trace"]["format"], "fleetplan");
   EXPECT_EQ(js["trace"]["digest"], ja["digest"]);
   EXPECT_LE(js["stats"]["classes"]["interactive"]["output_tokens"]["max"].get<int64_t>(), 500);
-  // Every interactive request starts with one of 4 tenants' 1024-token instructions: lots of reuse.
-  EXPECT_GT(js["stats"]["prefix_blocks"]["reuse_ratio"].get<double>(), 0.2);
+  // Every interactive request starts with one of 4 tenants' 1024-token instructions, exactly
+  // two 512-token blocks; everything else is unique content. So the repeated blocks are
+  // exactly two per interactive request beyond the first of each tenant.
+  const Json& blocks = js["stats"]["prefix_blocks"];
+  const int64_t interactive = js["stats"]["classes"]["interactive"]["requests"].get<int64_t>();
+  EXPECT_EQ(blocks["total"].get<int64_t>() - blocks["distinct"].get<int64_t>(), 2 * (interactive - 4));
 
-  const Run other_seed = Fleetplan({"trace", "gen", scenario, "-o", Path("c.jsonl"), "--seed", "7"});
+  const CliRun other_seed = Fleetplan({"trace", "gen", scenario, "-o", Path("c.jsonl"), "--seed", "7"});
   ASSERT_EQ(other_seed.code, 0) << other_seed.err;
   EXPECT_NE(ReadAll(Path("c.jsonl")), ReadAll(Path("a.jsonl")));
   EXPECT_NE(other_seed.out.find("wrote "), std::string::npos);
@@ -109,18 +113,18 @@ TEST_F(TraceVerbTest, GenIsDeterministicAndStatsReadsItBack) {
 
 TEST_F(TraceVerbTest, RequestsFlagReplacesTheScenarioDuration) {
   const std::string scenario = Write("s.yaml", kScenario);
-  const Run r = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "5000", "--json"});
+  const CliRun r = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "5000", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out)["requests"], 5000);  // beyond the scenario's 1m (~1200 requests)
-  const Run both = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "5", "--duration", "1s"});
+  const CliRun both = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "5", "--duration", "1s"});
   EXPECT_EQ(both.code, 2);
-  const Run bad = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "many"});
+  const CliRun bad = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "many"});
   EXPECT_EQ(bad.code, 3);
   EXPECT_EQ(bad.err, "--requests: expected an integer >= 1, got 'many'\n");
 }
 
 TEST_F(TraceVerbTest, SharedMooncakeConversationTrace) {
-  const Run r = Fleetplan({"trace", "stats", Shared("traces/mooncake/conversation_trace.jsonl"), "--json"});
+  const CliRun r = Fleetplan({"trace", "stats", Shared("traces/mooncake/conversation_trace.jsonl"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["trace"]["format"], "mooncake");
@@ -128,14 +132,14 @@ TEST_F(TraceVerbTest, SharedMooncakeConversationTrace) {
   EXPECT_EQ(j["stats"]["prefix_blocks"]["distinct"], 182790);
   EXPECT_EQ(j["stats"]["span_s"], 3536.999);
   EXPECT_EQ(j["trace"]["digest"], DigestOf(ReadAll(Shared("traces/mooncake/conversation_trace.jsonl"))));
-  const Run text = Fleetplan({"trace", "stats", Shared("traces/mooncake/conversation_trace.jsonl")});
+  const CliRun text = Fleetplan({"trace", "stats", Shared("traces/mooncake/conversation_trace.jsonl")});
   ASSERT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("requests     12031\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("288500 blocks of 512 tokens, 182790 distinct"), std::string::npos) << text.out;
 }
 
 TEST_F(TraceVerbTest, SharedAzureCodeTrace) {
-  const Run r = Fleetplan({"trace", "stats", Shared("traces/azure-llm-2023/AzureLLMInferenceTrace_code.csv"), "--json"});
+  const CliRun r = Fleetplan({"trace", "stats", Shared("traces/azure-llm-2023/AzureLLMInferenceTrace_code.csv"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["trace"]["format"], "azure");
@@ -147,12 +151,12 @@ TEST_F(TraceVerbTest, SharedAzureCodeTrace) {
 
 TEST_F(TraceVerbTest, ConvertThenConvertAgainIsByteIdentical) {
   const std::string in = Shared("traces/mooncake/synthetic_trace.jsonl");
-  const Run first = Fleetplan({"trace", "convert", in, "-o", Path("a.jsonl"), "--class", "chat", "--json"});
+  const CliRun first = Fleetplan({"trace", "convert", in, "-o", Path("a.jsonl"), "--class", "chat", "--json"});
   ASSERT_EQ(first.code, 0) << first.err;
   const Json j = Json::parse(first.out);
   EXPECT_EQ(j["requests"], 3993);
   EXPECT_EQ(j["input"]["digest"], DigestOf(ReadAll(in)));
-  const Run second = Fleetplan({"trace", "convert", Path("a.jsonl"), "-o", Path("b.jsonl")});
+  const CliRun second = Fleetplan({"trace", "convert", Path("a.jsonl"), "-o", Path("b.jsonl")});
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_EQ(ReadAll(Path("a.jsonl")), ReadAll(Path("b.jsonl")));
   // The converted trace has the same statistics as the original.
@@ -166,7 +170,7 @@ TEST_F(TraceVerbTest, ConvertThenConvertAgainIsByteIdentical) {
 TEST_F(TraceVerbTest, SpeedKeepsOrderAndHalvesTheSpan) {
   const std::string in = Shared("traces/mooncake/synthetic_trace.jsonl");
   const Json normal = Json::parse(Fleetplan({"trace", "stats", in, "--json"}).out)["stats"];
-  const Run fast = Fleetplan({"trace", "stats", in, "--speed", "2", "--json"});
+  const CliRun fast = Fleetplan({"trace", "stats", in, "--speed", "2", "--json"});
   ASSERT_EQ(fast.code, 0) << fast.err;
   const Json twice = Json::parse(fast.out)["stats"];
   EXPECT_EQ(twice["requests"], normal["requests"]);
@@ -178,26 +182,26 @@ TEST_F(TraceVerbTest, BadInputIsExitThreeWithALocatedError) {
   const std::string t = Write("t.jsonl",
                               "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
                               "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": \"x\", \"hash_ids\": [1]}\n");
-  const Run r = Fleetplan({"trace", "stats", t});
+  const CliRun r = Fleetplan({"trace", "stats", t});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err, t + ":2:55: output_length: expected an integer >= 1, got a string (\"x\")\n"
                        "    2 | {\"timestamp\": 5, \"input_length\": 10, \"output_length\": \"x\", \"hash_ids\": [1]}\n"
                        "      |                                                       ^\n");
   const std::string ambiguous = Write("t.csv", "{\"timestamp\": 0}\n");
-  const Run amb = Fleetplan({"trace", "stats", ambiguous});
+  const CliRun amb = Fleetplan({"trace", "stats", ambiguous});
   EXPECT_EQ(amb.code, 3);
   EXPECT_NE(amb.err.find("cannot tell the trace format: the name ends in .csv but the first line looks like JSON; "
                          "pass --format"),
             std::string::npos);
-  const Run format = Fleetplan({"trace", "stats", ambiguous, "--format", "mooncak"});
+  const CliRun format = Fleetplan({"trace", "stats", ambiguous, "--format", "mooncak"});
   EXPECT_EQ(format.code, 3);
   EXPECT_EQ(format.err, "--format: unknown trace format 'mooncak'; did you mean 'mooncake'? (valid: fleetplan, "
                         "mooncake, azure, burstgpt, csv)\n");
-  const Run empty = Fleetplan({"trace", "stats", Write("e.csv", "")});
+  const CliRun empty = Fleetplan({"trace", "stats", Write("e.csv", "")});
   EXPECT_EQ(empty.code, 3);
-  const Run missing = Fleetplan({"trace", "stats", Path("missing.jsonl")});
+  const CliRun missing = Fleetplan({"trace", "stats", Path("missing.jsonl")});
   EXPECT_EQ(missing.code, 3);
-  const Run usage = Fleetplan({"trace", "stats"});
+  const CliRun usage = Fleetplan({"trace", "stats"});
   EXPECT_EQ(usage.code, 2);
 }
 
@@ -209,12 +213,12 @@ workload:
   classes:
     a: {share: 1, prompt: [{segment: unique, tokens: 5}], output_tokens: 5}
 )");
-  const Run r = Fleetplan({"trace", "gen", closed, "-o", Path("t.jsonl")});
+  const CliRun r = Fleetplan({"trace", "gen", closed, "-o", Path("t.jsonl")});
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("a closed-loop workload needs completions from a simulation"), std::string::npos) << r.err;
   std::string no_seed = kScenario;
   no_seed.erase(0, no_seed.find('\n') + 1);
-  const Run s = Fleetplan({"trace", "gen", Write("n.yaml", no_seed), "-o", Path("t.jsonl")});
+  const CliRun s = Fleetplan({"trace", "gen", Write("n.yaml", no_seed), "-o", Path("t.jsonl")});
   EXPECT_EQ(s.code, 3);
   EXPECT_NE(s.err.find("no seed: set `seed:` in the scenario or pass --seed"), std::string::npos) << s.err;
   EXPECT_FALSE(std::filesystem::exists(Path("t.jsonl")));

@@ -30,7 +30,7 @@ using testing::RecordingObserver;
 using testing::RunEngine;
 using testing::TestCostModel;
 
-constexpr int64_t kRequests = 1000;
+constexpr int64_t kRequests = 300;
 constexpr int64_t kSerialOutput = 2;
 
 std::vector<Request> ReadTracePrefix(int64_t n) {

@@ -491,16 +491,18 @@ TEST(EnginePrefixCache, EvictionFollowsTheFreeListFromTheLeastRecentlyReleased) 
 }
 
 TEST(EnginePrefixCache, HitBlocksOnTheFreeListAreNotCountedAsFreeForTheRest) {
-  // 4 blocks; prompt A (48 tokens, 3 blocks cached, all on the free list with block 3).
-  // Request 2 = A + 16 new tokens: it reuses 3 cached blocks and needs 1 more: fits
-  // exactly. Counting the cached hits as free would have let it take them twice.
+  // 5 blocks. Prompt A (48 tokens) leaves 3 cached blocks on the free list. Request X
+  // then holds the other 2 while it decodes. Request 2 = A + 31 tokens needs 5 blocks:
+  // 3 hits + 2 new. The free list has 3 blocks, but they are its own hits: taking them
+  // leaves none, so it must wait for X (counting the hits as free would admit it and
+  // then find no block to allocate).
   const TestCostModel cost(Ms(1), Us(10), Us(100));
   RecordingObserver obs;
-  auto e = MakeEngine(CacheConfig(4), cost, &obs);
-  RunAlone(*e, Req(1, SimTime(), {{100, 48}}, 1));
-  RunAlone(*e, Req(2, SimTime() + Ms(10), {{100, 48}, {5, 16}}, 1));
-  EXPECT_EQ(obs.outcomes.at(2).cached_tokens, 48);
-  EXPECT_EQ(e->stats().prefix_cache.evictions, 0);
+  auto e = MakeEngine(CacheConfig(5), cost, &obs);
+  RunEngine(*e, {Req(1, SimTime(), {{100, 48}}, 1), Req(2, SimTime() + Ms(10), {{7, 20}}, 10),
+                 Req(3, SimTime() + Ms(10) + Us(1), {{100, 48}, {5, 31}}, 1)});
+  EXPECT_EQ(obs.outcomes.at(3).cached_tokens, 48);
+  EXPECT_GE(*obs.outcomes.at(3).first_token, *obs.outcomes.at(2).finish);
   ExpectNoReferences(*e);
 }
 

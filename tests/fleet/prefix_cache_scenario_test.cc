@@ -85,23 +85,23 @@ TEST(PrefixCacheScenario, EventErrorsAreLocated) {
   // The events list starts on the line after the workload (line 28).
   const std::vector<Case> cases = {
       {"  - {at: 5m, invalidate: tenat, tenant: tenant-1}\n",
-       "s.yaml:29:25: workload.events[0].invalidate: unknown invalidation 'tenat'; did you mean 'tenant'? (valid: "
+       "s.yaml:29:26: workload.events[0].invalidate: unknown invalidation 'tenat'; did you mean 'tenant'? (valid: "
        "model-revision, tokenizer, adapter, tenant, corpus)\n"
        "   29 |   - {at: 5m, invalidate: tenat, tenant: tenant-1}\n"
-       "      |                         ^\n"},
+       "      |                          ^\n"},
       {"  - {at: 5m, invalidate: model-revision, tenant: tenant-1}\n",
-       "s.yaml:29:51: workload.events[0].tenant: `tenant` applies to invalidate: tenant or corpus, not "
+       "s.yaml:29:50: workload.events[0].tenant: `tenant` applies to invalidate: tenant or corpus, not "
        "model-revision\n"
        "   29 |   - {at: 5m, invalidate: model-revision, tenant: tenant-1}\n"
-       "      |                                                   ^\n"},
+       "      |                                                  ^\n"},
       {"  - {at: 5m, invalidate: adapter}\n",
        "s.yaml:29:5: workload.events[0]: missing required field 'adapter'\n"
        "   29 |   - {at: 5m, invalidate: adapter}\n"
        "      |     ^\n"},
       {"  - {at: 5, invalidate: tokenizer}\n",
-       "s.yaml:29:11: workload.events[0].at: expected a duration with a unit (ns, us, ms, s, m, h), got '5'\n"
+       "s.yaml:29:10: workload.events[0].at: expected a duration with a unit (ns, us, ms, s, m, min, h), got '5'\n"
        "   29 |   - {at: 5, invalidate: tokenizer}\n"
-       "      |           ^\n"},
+       "      |          ^\n"},
   };
   for (const Case& c : cases) {
     auto s = LoadScenarioText(Scenario(kCacheOn, "  events:\n" + c.event), "s.yaml", ".");
@@ -119,10 +119,10 @@ TEST(PrefixCacheScenario, UnknownTenantInAnEventIsLocatedWhenTheRunIsBuilt) {
   auto r = RunScenario(*s, opt);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "s.yaml:29:41: workload.events[0].tenant: unknown tenant 'tenant-9'; did you mean 'tenant-0'? (valid: "
+            "s.yaml:29:42: workload.events[0].tenant: unknown tenant 'tenant-9'; did you mean 'tenant-0'? (valid: "
             "tenant-0, tenant-1, tenant-2)\n"
             "   29 |   - {at: 5s, invalidate: tenant, tenant: tenant-9}\n"
-            "      |                                         ^\n");
+            "      |                                          ^\n");
 }
 
 TEST(PrefixCacheScenario, ReportCarriesPrefixCacheFiguresPerClassAndFleet) {

@@ -83,7 +83,7 @@ TEST(Slo, ZeroTargetIsAnError) {
 
 TEST(Slo, EmptyClassNameIsAnError) {
   EXPECT_EQ(ErrorOf("\"\": {ttft: 1s}\n"),
-            "slo.yaml:1:5: expected a non-empty class name\n"
+            "slo.yaml:1:5: \"\": expected a non-empty class name\n"
             "    1 | \"\": {ttft: 1s}\n"
             "      |     ^\n");
 }
@@ -154,7 +154,7 @@ TEST(SloFile, EmptyWorkloadClassNameIsLocated) {
   Expected<SloFile> f = LoadSloString("workload:\n  classes:\n    \"\": {share: 1}\nslo:\n  a: {ttft: 1s}\n", "s.yaml");
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().message(),
-            "s.yaml:3:9: expected a non-empty class name\n"
+            "s.yaml:3:9: workload.classes.\"\": expected a non-empty class name\n"
             "    3 |     \"\": {share: 1}\n"
             "      |         ^\n");
 }

@@ -83,6 +83,8 @@ TEST(Experts, PerStepCountsGiveTheMeanBusiestRank) {
             "    1 | 1,x\n"
             "      |   ^\n");
   EXPECT_EQ(ParseExpertCounts("3,-1").status().message(), "count 2: expected a non-negative integer, got '-1'");
+  EXPECT_EQ(ParseExpertCounts("1099511627776,1").status().message(),
+            "the counts sum to more than 1099511627776 routed assignments");
 }
 
 TEST(Experts, ShapesThatCannotBePlacedAreErrors) {
