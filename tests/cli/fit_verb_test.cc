@@ -17,6 +17,8 @@
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/json.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan::cli {
 namespace {
 
@@ -215,7 +217,8 @@ TEST(FitVerb, FlagsOverrideTheScenario) {
 }
 
 TEST(FitVerb, ReferenceScenario) {
-  const CliRun r = Fit({"--scenario", FLEETPLAN_SHARED_DATA "/../spec/scenario-v1.yaml", "--json"});
+  FP_REQUIRE_SHARED_DATA();
+  const CliRun r = Fit({"--scenario", ::fleetplan::testing::SharedDataRoot() + "/../spec/scenario-v1.yaml", "--json"});
   EXPECT_EQ(r.code, 1);  // 256 sequences of 32768 tokens do not fit on 4 × 80 GB
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["inputs"]["model"], "atlas-70b");

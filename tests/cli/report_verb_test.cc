@@ -9,6 +9,8 @@
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan::cli {
 namespace {
 
@@ -38,7 +40,7 @@ std::string Temp(const std::string& name, const std::string& text) {
 }
 
 const std::string kVllmRun =
-    std::string(FLEETPLAN_SHARED_DATA) + "/profiles/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B/requests.jsonl";
+    ::fleetplan::testing::SharedDataRoot() + "/profiles/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B/requests.jsonl";
 
 constexpr const char* kRecords =
     R"({"id":0,"class":"interactive","arrival_s":0,"first_token_s":0.2,"finish_s":1.2,"status":"ok","input_tokens":100,"output_tokens":11,"itl_max_ms":120})"
@@ -47,6 +49,7 @@ constexpr const char* kRecords =
     "\n";
 
 TEST(ReportVerb, PrintsATextTable) {
+  FP_REQUIRE_SHARED_DATA();
   const VerbRun r = Report({"--records", kVllmRun, "--slo", Temp("slo.yaml", "default: {ttft: 10s, tpot: 35ms}\n")});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("class    requests   ok  not ok"), std::string::npos) << r.out;
@@ -55,6 +58,7 @@ TEST(ReportVerb, PrintsATextTable) {
 }
 
 TEST(ReportVerb, JsonIsCanonicalAndCarriesDigests) {
+  FP_REQUIRE_SHARED_DATA();
   const std::string slo = Temp("slo.yaml", "default: {ttft: 10s, tpot: 35ms}\n");
   const VerbRun r = Report({"--records", kVllmRun, "--slo", slo, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -71,6 +75,7 @@ TEST(ReportVerb, JsonIsCanonicalAndCarriesDigests) {
 }
 
 TEST(ReportVerb, WindowFlagSetsTheWindow) {
+  FP_REQUIRE_SHARED_DATA();
   const VerbRun r = Report({"--records", kVllmRun, "--window", "30s", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
@@ -79,6 +84,7 @@ TEST(ReportVerb, WindowFlagSetsTheWindow) {
 }
 
 TEST(ReportVerb, BadWindowIsInvalidInput) {
+  FP_REQUIRE_SHARED_DATA();
   const VerbRun r = Report({"--records", kVllmRun, "--window", "30"});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err, "--window: expected a duration with a unit (ns, us, ms, s, m, min, h), got '30'\n");

@@ -12,6 +12,8 @@
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/json.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan::cli {
 namespace {
 
@@ -32,7 +34,7 @@ CliRun Fleetplan(std::vector<std::string> args) {
   return r;
 }
 
-std::string Shared(const std::string& relative) { return std::string(FLEETPLAN_SHARED_DATA) + "/" + relative; }
+std::string Shared(const std::string& relative) { return ::fleetplan::testing::SharedDataRoot() + "/" + relative; }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -124,6 +126,7 @@ TEST_F(TraceVerbTest, RequestsFlagReplacesTheScenarioDuration) {
 }
 
 TEST_F(TraceVerbTest, SharedMooncakeConversationTrace) {
+  FP_REQUIRE_SHARED_DATA();
   const CliRun r = Fleetplan({"trace", "stats", Shared("traces/mooncake/conversation_trace.jsonl"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
@@ -139,6 +142,7 @@ TEST_F(TraceVerbTest, SharedMooncakeConversationTrace) {
 }
 
 TEST_F(TraceVerbTest, SharedAzureCodeTrace) {
+  FP_REQUIRE_SHARED_DATA();
   const CliRun r = Fleetplan({"trace", "stats", Shared("traces/azure-llm-2023/AzureLLMInferenceTrace_code.csv"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
@@ -150,6 +154,7 @@ TEST_F(TraceVerbTest, SharedAzureCodeTrace) {
 }
 
 TEST_F(TraceVerbTest, ConvertThenConvertAgainIsByteIdentical) {
+  FP_REQUIRE_SHARED_DATA();
   const std::string in = Shared("traces/mooncake/synthetic_trace.jsonl");
   const CliRun first = Fleetplan({"trace", "convert", in, "-o", Path("a.jsonl"), "--class", "chat", "--json"});
   ASSERT_EQ(first.code, 0) << first.err;
@@ -168,6 +173,7 @@ TEST_F(TraceVerbTest, ConvertThenConvertAgainIsByteIdentical) {
 }
 
 TEST_F(TraceVerbTest, SpeedKeepsOrderAndHalvesTheSpan) {
+  FP_REQUIRE_SHARED_DATA();
   const std::string in = Shared("traces/mooncake/synthetic_trace.jsonl");
   const Json normal = Json::parse(Fleetplan({"trace", "stats", in, "--json"}).out)["stats"];
   const CliRun fast = Fleetplan({"trace", "stats", in, "--speed", "2", "--json"});

@@ -23,6 +23,8 @@
 #include "fleetplan/workload/content.h"
 #include "fleetplan/workload/trace.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -37,7 +39,7 @@ std::vector<Request> ReadTracePrefix(int64_t n) {
   TraceReadOptions options;
   options.format = TraceFormat::kMooncake;
   options.max_requests = n;
-  auto source = OpenTrace(FLEETPLAN_SHARED_DATA "/traces/mooncake/conversation_trace.jsonl", options);
+  auto source = OpenTrace(::fleetplan::testing::SharedDataRoot() + "/traces/mooncake/conversation_trace.jsonl", options);
   EXPECT_TRUE(source.ok()) << source.status().message();
   std::vector<Request> out;
   if (!source.ok()) return out;
@@ -88,6 +90,7 @@ EngineConfig ReplayConfig(int64_t block, int64_t kv_blocks, bool cache) {
 }
 
 TEST(MooncakeReplay, UnboundedPoolHitsEqualAnIndependentCount) {
+  FP_REQUIRE_SHARED_DATA();
   std::vector<Request> reqs = ReadTracePrefix(kRequests);
   ASSERT_EQ(static_cast<int64_t>(reqs.size()), kRequests);
   for (Request& r : reqs) r.output_tokens = std::min(r.output_tokens, kSerialOutput);
@@ -133,6 +136,7 @@ TEST(MooncakeReplay, UnboundedPoolHitsEqualAnIndependentCount) {
 }
 
 TEST(MooncakeReplay, CacheLowersTtftAndChangesOnlyTimings) {
+  FP_REQUIRE_SHARED_DATA();
   const std::vector<Request> reqs = ReadTracePrefix(kRequests);
   ASSERT_EQ(static_cast<int64_t>(reqs.size()), kRequests);
   constexpr int64_t kBlock = 16;

@@ -13,6 +13,8 @@
 #include "fleetplan/memory/plan.h"
 #include "memory/test_specs.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -22,8 +24,8 @@ using memory_test::Show;
 // planning constants, not a profile of this machine.
 constexpr double kTolerance = 0.03;
 
-constexpr const char* kMeta =
-    FLEETPLAN_SHARED_DATA "/profiles/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B/meta.json";
+const std::string kMeta =
+    ::fleetplan::testing::SharedDataRoot() + "/profiles/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B/meta.json";
 
 Json ReadMeta() {
   std::ifstream in(kMeta);
@@ -49,6 +51,7 @@ ModelSpec Llama8b() {
 }
 
 TEST(Calibration, KvBlocksWithinToleranceOfMeasuredVllm) {
+  FP_REQUIRE_SHARED_DATA();
   const Json meta = ReadMeta();
   const Json& args = meta.at("engine_kwargs");
   ASSERT_EQ(args.at("tensor_parallel_size").get<int64_t>(), 1);

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -77,7 +79,8 @@ TEST(ResolveFitSpec, FillsDefaultsAndListsThem) {
 }
 
 TEST(ReadFitScenario, ReferenceScenarioFromTheSpec) {
-  Expected<FitSpec> spec = ReadFitScenario(FLEETPLAN_SHARED_DATA "/../spec/scenario-v1.yaml", "",
+  FP_REQUIRE_SHARED_DATA();
+  Expected<FitSpec> spec = ReadFitScenario(::fleetplan::testing::SharedDataRoot() + "/../spec/scenario-v1.yaml", "",
                                            ValueOrigin::Flag("--pool"));
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   Expected<ResolvedFit> fit = ResolveFitSpec(*spec, Catalog::Builtin());

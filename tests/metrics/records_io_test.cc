@@ -11,6 +11,8 @@
 #include "fleetplan/core/rng.h"
 #include "metrics/test_util.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -304,10 +306,11 @@ TEST(RecordWriter, RoundTripsRandomRecords) {
 // --- LLMServingSim's real vLLM runs -------------------------------------------------------
 
 std::string VllmRun(const std::string& run) {
-  return std::string(FLEETPLAN_SHARED_DATA) + "/profiles/llmservingsim/vllm-runs/" + run + "/requests.jsonl";
+  return ::fleetplan::testing::SharedDataRoot() + "/profiles/llmservingsim/vllm-runs/" + run + "/requests.jsonl";
 }
 
 TEST(LlmServingSimRecords, MeasuresFromQueuedTsBecauseTheClocksDiffer) {
+  FP_REQUIRE_SHARED_DATA();
   CaptureSink sink;
   Expected<RecordsFileInfo> info = ReadAs("llmservingsim", VllmRun("RTX4090/Llama-3.1-8B"), sink);
   ASSERT_TRUE(info.ok()) << info.status().message();
@@ -425,6 +428,7 @@ TEST(VllmBenchRecords, SyntaxErrorIsLocated) {
 // --- format detection and the factory -------------------------------------------------------
 
 TEST(RecordFormats, DetectsEachFormat) {
+  FP_REQUIRE_SHARED_DATA();
   EXPECT_EQ(*DetectRecordFormat(WriteTemp("a.jsonl", kGood)), "fleetplan");
   EXPECT_EQ(*DetectRecordFormat(VllmRun("RTXPRO6000/Llama-3.1-8B")), "llmservingsim");
   EXPECT_EQ(*DetectRecordFormat(testing_util::Fixture("vllm_bench_result.json")), "vllm-bench");

@@ -1,9 +1,12 @@
 // BuildReportFromFiles: records + SLO files in, report out; real vLLM runs; class checks.
 #include "fleetplan/metrics/report_files.h"
 
+#include <cctype>
 #include <gtest/gtest.h>
 
 #include "metrics/test_util.h"
+
+#include "support/shared_data.h"
 
 namespace fleetplan {
 namespace {
@@ -26,7 +29,7 @@ std::string ErrorOf(const ReportFilesRequest& request) {
 }
 
 std::string VllmRun(const std::string& run) {
-  return std::string(FLEETPLAN_SHARED_DATA) + "/profiles/llmservingsim/vllm-runs/" + run + "/requests.jsonl";
+  return ::fleetplan::testing::SharedDataRoot() + "/profiles/llmservingsim/vllm-runs/" + run + "/requests.jsonl";
 }
 
 TEST(ReportFiles, VllmBenchResultAgainstHandComputedFigures) {
@@ -87,6 +90,7 @@ struct RunFigures {
 class LlmServingSimRuns : public ::testing::TestWithParam<RunFigures> {};
 
 TEST_P(LlmServingSimRuns, MatchIndependentFigures) {
+  FP_REQUIRE_SHARED_DATA();
   const RunFigures& f = GetParam();
   ReportFilesRequest req;
   req.records_path = VllmRun(f.run);
@@ -110,7 +114,15 @@ INSTANTIATE_TEST_SUITE_P(
                       RunFigures{"RTXPRO6000/Llama-3.1-8B", 9387609420, 19754146034, 29612160521,
                                  37638603141, 33400679, 65926441144, 195753},
                       RunFigures{"RTXPRO6000/Qwen3-30B-A3B-Instruct-2507", 138363039, 9587590993,
-                                 31447318181, 43848447899, 48855526, 64017055871, 199486}));
+                                 31447318181, 43848447899, 48855526, 64017055871, 199486}),
+    [](const ::testing::TestParamInfo<RunFigures>& param_info) {
+      // "RTX4090/Llama-3.1-8B" -> "RTX4090_Llama_3_1_8B": test names allow only [A-Za-z0-9_].
+      std::string name = param_info.param.run;
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
 
 constexpr const char* kRecords =
     R"({"id":0,"class":"interactive","arrival_s":0,"first_token_s":0.2,"finish_s":1.2,"status":"ok","input_tokens":100,"output_tokens":11,"itl_max_ms":120})"
@@ -159,6 +171,7 @@ TEST(ReportFiles, RecordClassWithoutSloIsLocatedInTheRecords) {
 }
 
 TEST(ReportFiles, ItlObjectiveOnAFormatWithoutGapsIsAnError) {
+  FP_REQUIRE_SHARED_DATA();
   ReportFilesRequest req;
   req.records_path = VllmRun("RTXPRO6000/Llama-3.1-8B");
   req.slo_path = WriteTemp("slo.yaml", "default: {itl_max: 100ms}\n");
@@ -168,6 +181,7 @@ TEST(ReportFiles, ItlObjectiveOnAFormatWithoutGapsIsAnError) {
 }
 
 TEST(ReportFiles, DefaultClassMustBeDeclared) {
+  FP_REQUIRE_SHARED_DATA();
   ReportFilesRequest req;
   req.records_path = VllmRun("RTXPRO6000/Llama-3.1-8B");
   req.slo_path = WriteTemp("slo.yaml", "chat: {ttft: 1s}\n");

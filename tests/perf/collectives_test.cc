@@ -14,6 +14,8 @@
 #include "fleetplan/catalog/catalog.h"
 #include "perf/perf_test_util.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -76,7 +78,7 @@ struct Measured {
 // profiles/apex-plus/comm/H100-SXM-80GB/all_reduce.csv: gpu, num_nodes, num_gpus_per_node,
 // dtype, size(kb), time(us). Sizes are powers of two: read as KiB.
 std::vector<Measured> LoadApexAllReduce() {
-  std::ifstream in(std::string(FLEETPLAN_SHARED_DATA) +
+  std::ifstream in(::fleetplan::testing::SharedDataRoot() +
                    "/profiles/apex-plus/comm/H100-SXM-80GB/all_reduce.csv");
   EXPECT_TRUE(in.good());
   std::vector<Measured> rows;
@@ -163,6 +165,7 @@ void ShowRanges(const std::vector<Measured>& rows, LinkCost link, const char* la
 }
 
 TEST(CollectivesVsNccl, RingAllReduceAgainstMeasuredH100) {
+  FP_REQUIRE_SHARED_DATA();
   const std::vector<Measured> rows = LoadApexAllReduce();
   ASSERT_EQ(rows.size(), 114u);
 

@@ -16,6 +16,8 @@
 #include "fleetplan/memory/weights.h"
 #include "perf/perf_test_util.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -271,7 +273,7 @@ struct SplitwiseMean {
 // profiles/splitwise-sim/perf_model.csv, llama2-70b on h100-80gb (DGX-H100), TP4: the mean
 // over repeats of prompt_time (prefill of the batch) and token_time (one decode iteration).
 SplitwiseMean Splitwise(int64_t prompt, int64_t batch) {
-  std::ifstream in(std::string(FLEETPLAN_SHARED_DATA) + "/profiles/splitwise-sim/perf_model.csv");
+  std::ifstream in(::fleetplan::testing::SharedDataRoot() + "/profiles/splitwise-sim/perf_model.csv");
   EXPECT_TRUE(in.good());
   std::string line;
   std::getline(in, line);
@@ -296,6 +298,7 @@ SplitwiseMean Splitwise(int64_t prompt, int64_t batch) {
 // prefill of one prompt and for a decode iteration (contexts of the prompt plus half the
 // 128 generated tokens). The figures are the ones docs/step-models.md quotes.
 TEST(RooflineVsMeasured, SplitwiseLlama2_70bOnH100Tp4) {
+  FP_REQUIRE_SHARED_DATA();
   RooflineInputs in = Inputs("atlas-70b", 4);
   in.memory.model = Llama2_70b();
   const auto model = Make(in);

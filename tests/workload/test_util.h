@@ -17,6 +17,7 @@
 #include "fleetplan/workload/source.h"
 #include "fleetplan/workload/trace.h"
 #include "fleetplan/workload/workload_spec.h"
+#include "support/shared_data.h"
 
 namespace fleetplan::testing {
 
@@ -122,7 +123,7 @@ inline std::string ReadAll(const std::string& path) {
 }
 
 inline std::string SharedData(const std::string& relative) {
-  return std::string(FLEETPLAN_SHARED_DATA) + "/" + relative;
+  return ::fleetplan::testing::SharedPath(relative);
 }
 
 }  // namespace fleetplan::testing

@@ -13,6 +13,8 @@
 #include "fleetplan/workload/trace_stats.h"
 #include "workload/test_util.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -236,6 +238,7 @@ TEST(MooncakeTraceTest, BadRowsAreLocated) {
 }
 
 TEST(MooncakeTraceTest, SharedConversationTrace) {
+  FP_REQUIRE_SHARED_DATA();
   // DoneWhen: 12,031 requests; distinct blocks equal the distinct hash ids (data README).
   auto source = OpenTrace(SharedData("traces/mooncake/conversation_trace.jsonl"), {});
   ASSERT_TRUE(source.ok()) << source.status().message();
@@ -307,6 +310,7 @@ TEST(AzureTraceTest, BadRowsAreLocated) {
 }
 
 TEST(AzureTraceTest, SharedCodeTrace) {
+  FP_REQUIRE_SHARED_DATA();
   auto source = OpenTrace(SharedData("traces/azure-llm-2023/AzureLLMInferenceTrace_code.csv"), {});
   ASSERT_TRUE(source.ok()) << source.status().message();
   const auto r = Drain(**source);
@@ -403,6 +407,7 @@ TEST(TracePolicyTest, SpeedScalesArrivalsAndKeepsPairing) {
 }
 
 TEST(TracePolicyTest, LimitsStopEarlyButTheDigestCoversTheFile) {
+  FP_REQUIRE_SHARED_DATA();
   const std::string path = SharedData("traces/mooncake/synthetic_trace.jsonl");
   auto source = OpenTrace(path, testing::LimitOpt(Sec(60), 100000));
   ASSERT_TRUE(source.ok());

@@ -6,6 +6,8 @@
 
 #include "workload/test_util.h"
 
+#include "support/shared_data.h"
+
 namespace fleetplan {
 namespace {
 
@@ -29,7 +31,8 @@ constexpr const char* kMinimal = R"(workload:
 )";
 
 TEST(WorkloadSpecTest, ReferenceScenarioParses) {
-  auto doc = YamlDocument::LoadFile(std::string(FLEETPLAN_SHARED_DATA) + "/../spec/scenario-v1.yaml");
+  FP_REQUIRE_SHARED_DATA();
+  auto doc = YamlDocument::LoadFile(::fleetplan::testing::SharedDataRoot() + "/../spec/scenario-v1.yaml");
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   auto spec = ParseWorkloadSpec(doc->root()["workload"]);
   ASSERT_TRUE(spec.ok()) << spec.status().message();
