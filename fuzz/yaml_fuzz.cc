@@ -11,6 +11,7 @@
 
 #include "core/utf8.h"
 #include "fleetplan/core/yaml.h"
+#include "fuzz_check.h"
 
 namespace fleetplan {
 namespace {
@@ -20,22 +21,14 @@ constexpr int kMaxDepth = 32;
 constexpr int kMaxVisits = 2000;
 
 void Require(bool ok, const char* what, const std::string& detail) {
-  if (ok) return;
-  std::fprintf(stderr, "yaml_fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
+  fuzz::Require(ok, "yaml_fuzz", what, detail);
 }
 
-void CheckStatus(const Status& s) {
-  if (s.ok()) return;
-  Require(s.code() == StatusCode::kInvalidInput, "failure is not kInvalidInput", s.message());
-  Require(!s.message().empty(), "empty message", "");
-  Require(utf8::FindInvalid(s.message()) == std::string_view::npos, "message is not UTF-8",
-          s.message());
-}
+void CheckStatus(const Status& s) { fuzz::CheckFailure(s, "yaml_fuzz"); }
 
 template <typename T>
 void Check(const Expected<T>& e) {
-  if (!e.ok()) CheckStatus(e.status());
+  fuzz::CheckFailure(e, "yaml_fuzz");
 }
 
 void ReadScalar(const YamlNode& node) {

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev libxxhash-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev libxxhash-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-dev
 )

@@ -36,6 +36,7 @@ int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err
   RegisterPlaceVerb(app, action);
   RegisterExpertsVerb(app, action);
   RegisterTraceVerb(app, action);
+  RegisterValidateVerb(app, action);
 
   try {
     app.parse(argc, argv);

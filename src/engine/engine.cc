@@ -19,7 +19,31 @@ std::string_view RequestStatusName(RequestStatus s) {
   return "unknown";
 }
 
-Json EngineStats::ToJson(int64_t kv_blocks, Duration span) const {
+Json GraphCounters::ToJson(bool enabled) const {
+  const auto rate = [](int64_t part, int64_t whole) {
+    return whole > 0 ? RoundForReport(static_cast<double>(part) / static_cast<double>(whole)) : 0.0;
+  };
+  Json j;
+  j["enabled"] = enabled;
+  j["decode_only_steps"] = decode_only_steps;
+  j["bucket_hit_rate"] = rate(graphed_steps, decode_only_steps);
+  j["padding_ratio"] = rate(padded_slots - real_slots, padded_slots);
+  j["fallback_rate"] = rate(fallback_steps, decode_only_steps);
+  j["unexpected_fallbacks"] = unexpected_fallbacks;
+  return j;
+}
+
+GraphCounters& GraphCounters::operator+=(const GraphCounters& o) {
+  decode_only_steps += o.decode_only_steps;
+  graphed_steps += o.graphed_steps;
+  fallback_steps += o.fallback_steps;
+  unexpected_fallbacks += o.unexpected_fallbacks;
+  real_slots += o.real_slots;
+  padded_slots += o.padded_slots;
+  return *this;
+}
+
+Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled) const {
   Json j;
   j["steps"] = steps;
   j["prefill_tokens"] = prefill_tokens;
@@ -48,6 +72,7 @@ Json EngineStats::ToJson(int64_t kv_blocks, Duration span) const {
       (kv_blocks > 0 && span_s > 0) ? RoundForReport(kv_cached_block_seconds / span_s / static_cast<double>(kv_blocks))
                                     : 0.0;
   j["prefix_cache"] = std::move(cache);
+  j["cuda_graphs"] = cuda_graphs.ToJson(cuda_graphs_enabled);
   return j;
 }
 
@@ -462,6 +487,20 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   ++l.num_tokens;
 }
 
+void Engine::CountGraphUse(const StepShape& shape) {
+  if (shape.prefill_seqs > 0 || shape.decode_seqs == 0) return;
+  GraphCounters& g = stats_.cuda_graphs;
+  ++g.decode_only_steps;
+  const GraphBucket b = config_.cuda_graphs.Bucket(shape.decode_seqs);
+  if (b.graphed) {
+    ++g.graphed_steps;
+    g.real_slots += shape.decode_seqs;
+    g.padded_slots += b.padded;
+  }
+  if (b.fallback) ++g.fallback_steps;
+  if (b.unexpected) ++g.unexpected_fallbacks;
+}
+
 void Engine::FinishStep(SimTime now) {
   FP_ASSERT(in_flight_ && now == step_end_);
   const StepShape shape = Summarize(chunks_);
@@ -472,6 +511,7 @@ void Engine::FinishStep(SimTime now) {
   stats_.kv_peak_blocks = std::max(stats_.kv_peak_blocks, pool_.used_count());
   stats_.kv_block_seconds += static_cast<double>(pool_.used_count()) * (now - step_start_).seconds();
   stats_.kv_cached_block_seconds += static_cast<double>(pool_.cached_count()) * (now - step_start_).seconds();
+  if (config_.cuda_graphs.enabled()) CountGraphUse(shape);
   const auto cap = policy_->StepTimeCap();
   if (cap && shape.decode_seqs > 0 && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
   if (observer_ != nullptr) {

@@ -134,6 +134,9 @@ void KvBlockPool::Acquire(BlockId block) {
 bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag) {
   FP_ASSERT(block >= 0 && Idx(block) < refcount_.size());
   FP_ASSERT(refcount_[Idx(block)] >= 1 && published_[Idx(block)] == 0);
+  // The index never holds more entries than the pool has blocks: size it once, on first
+  // use, so publishing never rehashes (a pool without a cache never pays for it).
+  if (index_.bucket_count() < refcount_.size()) index_.reserve(refcount_.size());
   if (!index_.emplace(hash, block).second) return false;
   published_[Idx(block)] = 1;
   hash_[Idx(block)] = hash;

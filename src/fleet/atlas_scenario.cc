@@ -53,7 +53,7 @@ engine:
   cuda_graphs: {buckets: [1, 4, 8, 16, 32], eager_fallback: true}
 
 router:
-  policy: least-outstanding       # round-robin | least-outstanding
+  policy: cache-aware             # round-robin | least-outstanding | cache-aware | adapter-aware | weighted
   telemetry_delay: 50ms           # the router sees replica state this old
 
 workload:

@@ -1,58 +1,227 @@
 #include "fleetplan/fleet/router.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "fleetplan/core/error.h"
 
 namespace fleetplan {
 namespace {
 
+// Scans the replicas from `start` (wrapping) and returns the first whose score is
+// strictly better than every earlier one: equal scores go to the earliest in scan order,
+// and the scan starts after the previous choice, so equal bursts rotate.
+template <typename Better>
+int32_t ScanBest(int32_t start, const std::vector<double>& score, Better better) {
+  const auto n = static_cast<int32_t>(score.size());
+  int32_t best = -1;
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t i = (start + k) % n;
+    if (best < 0 || better(score[static_cast<size_t>(i)], score[static_cast<size_t>(best)])) best = i;
+  }
+  return best;
+}
+
+// A router whose choice is the best of a per-replica score; owns the rotating start.
+class ScoringRouter : public Router {
+ public:
+  RouteDecision Route(const Request& request, std::span<const ReplicaView> view) final {
+    scores_.assign(view.size(), 0.0);
+    for (size_t i = 0; i < view.size(); ++i) scores_[i] = Score(request, view, i);
+    const int32_t best = lower_is_better() ? ScanBest(start_, scores_, std::less<double>())
+                                           : ScanBest(start_, scores_, std::greater<double>());
+    start_ = (best + 1) % static_cast<int32_t>(view.size());
+    RouteDecision d = Explain(request, view[static_cast<size_t>(best)]);
+    d.replica = best;
+    d.score = scores_[static_cast<size_t>(best)];
+    return d;
+  }
+
+ protected:
+  virtual bool lower_is_better() const = 0;
+  virtual double Score(const Request& request, std::span<const ReplicaView> view, size_t i) const = 0;
+  virtual RouteDecision Explain(const Request&, const ReplicaView&) const { return {}; }
+
+ private:
+  std::vector<double> scores_;
+  int32_t start_ = 0;
+};
+
 class RoundRobin final : public Router {
  public:
   std::string_view name() const override { return "round-robin"; }
-  int32_t Route(const Request&, std::span<const ReplicaView> view) override {
+  RouteDecision Route(const Request&, std::span<const ReplicaView> view) override {
     const auto n = static_cast<int64_t>(view.size());
-    return static_cast<int32_t>(next_++ % n);
+    RouteDecision d;
+    d.replica = static_cast<int32_t>(next_++ % n);
+    return d;
   }
 
  private:
   int64_t next_ = 0;
 };
 
-// Fewest outstanding tokens (the work a replica still owes, as the router sees it).
-// Ties rotate from the replica after the previous choice.
-class LeastOutstanding final : public Router {
+// Fewest outstanding tokens or requests (the work a replica still owes, as the router
+// sees it).
+class LeastOutstanding final : public ScoringRouter {
  public:
+  explicit LeastOutstanding(OutstandingBy by) : by_(by) {}
   std::string_view name() const override { return "least-outstanding"; }
-  int32_t Route(const Request&, std::span<const ReplicaView> view) override {
-    const auto n = static_cast<int32_t>(view.size());
-    int32_t best = -1;
-    int64_t best_tokens = 0;
-    for (int32_t k = 0; k < n; ++k) {
-      const int32_t i = (start_ + k) % n;
-      const int64_t t = view[static_cast<size_t>(i)].outstanding_tokens();
-      if (best < 0 || t < best_tokens) {
-        best = i;
-        best_tokens = t;
-      }
-    }
-    start_ = (best + 1) % n;
-    return best;
+
+ protected:
+  bool lower_is_better() const override { return true; }
+  double Score(const Request&, std::span<const ReplicaView> view, size_t i) const override {
+    const ReplicaView& v = view[i];
+    return static_cast<double>(by_ == OutstandingBy::kTokens ? v.outstanding_tokens() : v.outstanding_requests());
   }
 
  private:
-  int32_t start_ = 0;
+  OutstandingBy by_;
+};
+
+// Lowest estimated completion contribution (see router.h), in integer ns so the sum is
+// exact.
+class CacheAware final : public ScoringRouter {
+ public:
+  explicit CacheAware(Duration per_token) : per_token_(per_token) {}
+  std::string_view name() const override { return "cache-aware"; }
+
+ protected:
+  bool lower_is_better() const override { return true; }
+  double Score(const Request& r, std::span<const ReplicaView> view, size_t i) const override {
+    const RouteDecision d = Explain(r, view[i]);
+    return static_cast<double>((d.queued_work + d.recompute).ns());
+  }
+  RouteDecision Explain(const Request& r, const ReplicaView& v) const override {
+    const int64_t missing = std::max<int64_t>(0, r.prompt_tokens() - v.matched_prefix_tokens);
+    RouteDecision d;
+    d.queued_work = per_token_ * v.outstanding_tokens();
+    d.recompute = per_token_ * missing;
+    return d;
+  }
+
+ private:
+  Duration per_token_;
+};
+
+// The weighted router's scorers, each a replica -> [0, 1] map (1 = best).
+double MaxOf(std::span<const ReplicaView> view, int64_t (*get)(const ReplicaView&)) {
+  int64_t m = 0;
+  for (const ReplicaView& v : view) m = std::max(m, get(v));
+  return static_cast<double>(m);
+}
+int64_t Waiting(const ReplicaView& v) {
+  return v.telemetry.waiting + v.sent_requests;
+}
+int64_t Running(const ReplicaView& v) {
+  return v.telemetry.running;
+}
+int64_t Outstanding(const ReplicaView& v) {
+  return v.outstanding_requests();
+}
+
+double InverseShare(std::span<const ReplicaView> view, size_t i, int64_t (*get)(const ReplicaView&)) {
+  const double max = MaxOf(view, get);
+  return max > 0 ? 1.0 - static_cast<double>(get(view[i])) / max : 1.0;
+}
+
+using Scorer = double (*)(const Request&, std::span<const ReplicaView>, size_t);
+
+double PrefixScore(const Request& r, std::span<const ReplicaView> view, size_t i) {
+  const int64_t prompt = r.prompt_tokens();
+  return prompt > 0 ? static_cast<double>(view[i].matched_prefix_tokens) / static_cast<double>(prompt) : 0.0;
+}
+double QueueScore(const Request&, std::span<const ReplicaView> view, size_t i) {
+  return InverseShare(view, i, &Waiting);
+}
+double KvScore(const Request&, std::span<const ReplicaView> view, size_t i) {
+  const ReplicaTelemetry& t = view[i].telemetry;
+  return t.kv_total_blocks > 0 ? 1.0 - static_cast<double>(t.kv_used_blocks) / static_cast<double>(t.kv_total_blocks)
+                               : 1.0;
+}
+double RunningScore(const Request&, std::span<const ReplicaView> view, size_t i) {
+  return InverseShare(view, i, &Running);
+}
+double AdapterScore(const Request& r, std::span<const ReplicaView> view, size_t i) {
+  return r.adapter != kNoAdapter && view[i].adapter_resident ? 1.0 : 0.0;
+}
+
+struct NamedScorer {
+  const char* name;
+  Scorer score;
+};
+constexpr NamedScorer kScorers[] = {{"prefix", &PrefixScore},
+                                    {"queue", &QueueScore},
+                                    {"kv", &KvScore},
+                                    {"running", &RunningScore},
+                                    {"adapter", &AdapterScore}};
+
+class Weighted final : public ScoringRouter {
+ public:
+  explicit Weighted(const std::map<std::string, double>& weights) {
+    for (const NamedScorer& s : kScorers) {  // fixed order: sums are reproducible
+      const auto it = weights.find(s.name);
+      if (it != weights.end() && it->second > 0) terms_.push_back({it->second, s.score});
+    }
+  }
+  std::string_view name() const override { return "weighted"; }
+
+ protected:
+  bool lower_is_better() const override { return false; }
+  double Score(const Request& r, std::span<const ReplicaView> view, size_t i) const override {
+    double sum = 0;
+    for (const Term& t : terms_) sum += t.weight * t.score(r, view, i);
+    return sum;
+  }
+
+ private:
+  struct Term {
+    double weight;
+    Scorer score;
+  };
+  std::vector<Term> terms_;
+};
+
+class AdapterAware final : public ScoringRouter {
+ public:
+  explicit AdapterAware(AdapterAwareWeights w) : w_(w) {}
+  std::string_view name() const override { return "adapter-aware"; }
+
+ protected:
+  bool lower_is_better() const override { return false; }
+  double Score(const Request& r, std::span<const ReplicaView> view, size_t i) const override {
+    return w_.load * InverseShare(view, i, &Outstanding) + w_.affinity * AdapterScore(r, view, i);
+  }
+
+ private:
+  AdapterAwareWeights w_;
 };
 
 }  // namespace
 
 const std::vector<std::string>& RouterNames() {
-  static const std::vector<std::string> names = {"round-robin", "least-outstanding"};
+  static const std::vector<std::string> names = {"round-robin", "least-outstanding", "cache-aware", "weighted",
+                                                 "adapter-aware"};
   return names;
 }
 
-Expected<std::unique_ptr<Router>> MakeRouter(const RouterConfig& config) {
-  if (config.policy == "round-robin") return std::unique_ptr<Router>(new RoundRobin());
-  if (config.policy == "least-outstanding") return std::unique_ptr<Router>(new LeastOutstanding());
-  return InvalidInput(UnknownNameMessage("router policy", config.policy, RouterNames()));
+const std::vector<std::string>& WeightedScorerNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const NamedScorer& s : kScorers) out.emplace_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
+Expected<std::unique_ptr<Router>> MakeRouter(const RouterConfig& config, const RouterContext& context) {
+  const std::string& p = config.policy;
+  if (p == "round-robin") return std::unique_ptr<Router>(new RoundRobin());
+  if (p == "least-outstanding") return std::unique_ptr<Router>(new LeastOutstanding(config.outstanding_by));
+  if (p == "cache-aware") return std::unique_ptr<Router>(new CacheAware(context.prefill_cost_per_token));
+  if (p == "weighted") return std::unique_ptr<Router>(new Weighted(config.weights));
+  if (p == "adapter-aware") return std::unique_ptr<Router>(new AdapterAware(config.adapter_aware));
+  return InvalidInput(UnknownNameMessage("router policy", p, RouterNames()));
 }
 
 }  // namespace fleetplan

@@ -58,9 +58,15 @@ class RunSink final : public EngineObserver {
     return Status::Ok();
   }
   void SetTimeline(TimelineWriter* t) { timeline_ = t; }
+  void SetSimulation(const Simulation* sim) { sim_ = sim; }
 
   void OnRequestDone(const RequestOutcome& o) override {
-    const RequestRecord r = ToRecord(o);
+    RequestRecord r = ToRecord(o);
+    if (const RouteInfo* route = sim_ != nullptr ? sim_->route_of(o.id) : nullptr) {
+      r.replica = route->replica;
+      r.matched_prefix_tokens = route->matched_prefix_tokens;
+      r.queue_age_at_assignment = route->queue_age;
+    }
     builder_->Add(r);
     if (records_.is_open()) {
       AppendRecordJsonl(r, source_->names(), &buffer_);
@@ -91,6 +97,7 @@ class RunSink final : public EngineObserver {
   std::string records_path_;
   std::string buffer_;
   TimelineWriter* timeline_ = nullptr;
+  const Simulation* sim_ = nullptr;
 };
 
 Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s) {
@@ -129,14 +136,14 @@ Json MemoryJson(const Scenario& s, const KvPoolSize& kv) {
   return j;
 }
 
-Json EngineJson(const Simulation& sim, Duration span) {
+Json EngineJson(const Simulation& sim, Duration span, bool cuda_graphs) {
   Json replicas = Json::array();
   EngineStats total;
   int64_t blocks = 0;
   for (int32_t i = 0; i < sim.replica_count(); ++i) {
     const Engine& e = sim.replica(i);
     const EngineStats& st = e.stats();
-    Json r = st.ToJson(e.pool().total(), span);
+    Json r = st.ToJson(e.pool().total(), span, cuda_graphs);
     r["replica"] = i;
     replicas.push_back(std::move(r));
     blocks += e.pool().total();
@@ -156,8 +163,9 @@ Json EngineJson(const Simulation& sim, Duration span) {
     total.extrapolated_steps += st.extrapolated_steps;
     total.kv_cached_block_seconds += st.kv_cached_block_seconds;
     total.prefix_cache += st.prefix_cache;
+    total.cuda_graphs += st.cuda_graphs;
   }
-  Json j = total.ToJson(blocks, span * sim.replica_count());
+  Json j = total.ToJson(blocks, span * sim.replica_count(), cuda_graphs);
   j.erase("kv_peak_utilization");  // a sum of per-replica peaks is not a fleet peak
   j["replicas"] = std::move(replicas);
   return j;
@@ -195,6 +203,13 @@ std::string SummaryText(const Scenario& s, const Report& report, const Json& eng
                        pc["lookups"].get<int64_t>(), 100.0 * pc["hit_rate"].get<double>(),
                        pc["saved_prefill_tokens"].get<int64_t>(), pc["saved_prefill_ms"].get<double>() / 1000.0,
                        pc["evictions"].get<int64_t>(), pc["invalidations"].get<int64_t>());
+  }
+  if (s.cuda_graphs.enabled()) {
+    const Json& g = engine["cuda_graphs"];
+    out += fmt::format("cuda graphs: {} decode-only steps, bucket hit {:.1f}%, padding {:.1f}% of padded slots, "
+                       "eager fallback {:.1f}%\n",
+                       g["decode_only_steps"].get<int64_t>(), 100.0 * g["bucket_hit_rate"].get<double>(),
+                       100.0 * g["padding_ratio"].get<double>(), 100.0 * g["fallback_rate"].get<double>());
   }
   for (const auto& f : files) out += fmt::format("wrote {}\n", f);
   return out;
@@ -242,10 +257,13 @@ Expected<RunResult> RunScenario(const Scenario& s, const RunOptions& opt) {
   FleetSetup setup;
   EngineConfig engine = s.engine;
   engine.kv_blocks = kv.kv_blocks_per_replica;
+  engine.cuda_graphs = s.cuda_graphs;
   setup.replicas.assign(static_cast<size_t>(s.replicas), ReplicaSetup{engine, cost});
   setup.router = s.router;
   FP_ASSIGN_OR_RETURN(setup.invalidations, ResolveInvalidations(s.events, source->names()));
+  setup.adapters = s.adapters;
   FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(setup, &sink));
+  sink.SetSimulation(sim.get());
   FP_RETURN_IF_ERROR(sim->Run(*source, opt.progress));
   FP_RETURN_IF_ERROR(sim->CheckInvariants());
   FP_RETURN_IF_ERROR(sink.Close());
@@ -262,7 +280,8 @@ Expected<RunResult> RunScenario(const Scenario& s, const RunOptions& opt) {
   j["deployment"] = MemoryJson(s, kv);
   j["step_model"] = cost->Describe();
   const Duration span = sim->end_time() - sim->first_arrival();
-  j["engine"] = EngineJson(*sim, span);
+  j["engine"] = EngineJson(*sim, span, s.cuda_graphs.enabled());
+  j["replicas"] = sim->ReplicaReportJson(span);
   j["simulation"] = {{"events", sim->events()},
                      {"requests", sim->requests_done()},
                      {"first_arrival_s", sim->first_arrival().seconds()},

@@ -1,6 +1,7 @@
 #include "fleetplan/fleet/scenario.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -96,6 +97,34 @@ Status ReadPrefixCache(const YamlNode& cache, Scenario& s) {
   return Status::Ok();
 }
 
+// Host-to-device bandwidth an adapter load is derived from when `load_time` is not given:
+// PCIe 5.0 x16 delivers about 50 GB/s one way; half of it is a conservative effective rate.
+constexpr double kAdapterLoadBytesPerSecond = 25e9;
+
+Status ReadAdapters(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  FP_RETURN_IF_ERROR(node.CheckKeys(keys::kAdapters));
+  AdapterConfig& a = s.adapters;
+  a.enabled = true;
+  FP_ASSIGN_OR_RETURN(a.size, node["size"].AsBytes());
+  if (a.size.count() < 1) return node["size"].Error("expected a size > 0");
+  FP_ASSIGN_OR_RETURN(a.memory_budget, node["memory_budget"].AsBytes());
+  if (a.memory_budget < a.size) {
+    return node["memory_budget"].Error(fmt::format("expected at least one adapter's size ({} bytes), got {} bytes",
+                                                   a.size.count(), a.memory_budget.count()));
+  }
+  if (node["load_time"].present()) {
+    FP_ASSIGN_OR_RETURN(a.load_time, node["load_time"].AsDuration());
+  } else {
+    a.load_time = Duration::Nanos(static_cast<int64_t>(
+        std::ceil(static_cast<double>(a.size.count()) / kAdapterLoadBytesPerSecond * 1e9)));
+    s.derived.push_back(fmt::format("engine.adapters.load_time: {:.3f} ms (size / 25 GB/s host-to-device; not "
+                                    "given)",
+                                    a.load_time.millis()));
+  }
+  return Status::Ok();
+}
+
 Status ReadEngine(const YamlNode& node, Scenario& s) {
   FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kEngine));
   FP_RETURN_IF_ERROR(ReadScheduler(node["scheduler"], s));
@@ -115,7 +144,7 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   FP_ASSIGN_OR_RETURN(s.engine.host_overhead, node["host_overhead"].DurationOr(Duration()));
   if (!node["host_overhead"].present()) s.derived.push_back("engine.host_overhead: 0 (not given)");
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
-  return Status::Ok();
+  return ReadAdapters(node["adapters"], s);
 }
 
 Status ReadHardware(const YamlNode& node, Scenario& s) {
@@ -208,13 +237,66 @@ Status ReadEvents(const YamlNode& node, Scenario& s) {
   return Status::Ok();
 }
 
+// A policy's own section given with another policy is an error, not ignored.
+Status CheckPolicySection(const YamlNode& node, std::string_view key, std::string_view policy,
+                          const std::string& chosen) {
+  if (!node[key].present() || chosen == policy) return Status::Ok();
+  return node[key].Error(fmt::format("`{}` applies to policy: {}, not {}", key, policy, chosen));
+}
+
+// router.weighted: scorer -> weight >= 0, at least one > 0. Default when absent.
+Status ReadWeights(const YamlNode& node, Scenario& s) {
+  RouterConfig& r = s.router;
+  if (!node.present() || node.IsNull()) {
+    r.weights = {{"prefix", 3.0}, {"queue", 2.0}, {"kv", 2.0}};
+    s.derived.push_back("router.weighted: {prefix: 3, queue: 2, kv: 2} (not given)");
+    return Status::Ok();
+  }
+  FP_RETURN_IF_ERROR(node.CheckKeys(WeightedScorerNames()));
+  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  double total = 0;
+  for (const auto& [name, value] : entries) {
+    FP_ASSIGN_OR_RETURN(double w, value.AsDoubleInRange(0.0, 1e6));
+    r.weights[name] = w;
+    total += w;
+  }
+  if (total <= 0) return node.Error("expected at least one scorer with a weight > 0");
+  return Status::Ok();
+}
+
+Status ReadAdapterAware(const YamlNode& node, Scenario& s) {
+  FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kRouterAdapterAware));
+  AdapterAwareWeights& w = s.router.adapter_aware;
+  const AdapterAwareWeights defaults;
+  FP_ASSIGN_OR_RETURN(w.load, node["load"].DoubleOr(defaults.load));
+  FP_ASSIGN_OR_RETURN(w.affinity, node["affinity"].DoubleOr(defaults.affinity));
+  if (w.affinity < 0) return node["affinity"].Error(fmt::format("expected a number >= 0, got {}", w.affinity));
+  if (w.load <= w.affinity) {
+    const YamlNode at = node["load"].present() ? node["load"] : node["affinity"];
+    return at.Error(fmt::format("expected load > affinity (got load {}, affinity {}), so one hot adapter "
+                                "cannot make a hot replica",
+                                w.load, w.affinity));
+  }
+  return Status::Ok();
+}
+
 Status ReadRouter(const YamlNode& node, Scenario& s) {
   FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kRouter));
-  FP_ASSIGN_OR_RETURN(s.router.policy, ReadChoice(node["policy"], "round-robin", "router policy", RouterNames()));
-  FP_ASSIGN_OR_RETURN(s.router.telemetry_delay, node["telemetry_delay"].DurationOr(Duration()));
-  if (node["weighted"].present()) {
-    return node["weighted"].Error("the weighted router is not available yet (valid routers: " +
-                                  fmt::format("{}", fmt::join(RouterNames(), ", ")) + ")");
+  RouterConfig& r = s.router;
+  FP_ASSIGN_OR_RETURN(r.policy, ReadChoice(node["policy"], "round-robin", "router policy", RouterNames()));
+  FP_ASSIGN_OR_RETURN(r.telemetry_delay, node["telemetry_delay"].DurationOr(Duration()));
+  FP_ASSIGN_OR_RETURN(r.precise, node["precise"].BoolOr(false));
+  FP_RETURN_IF_ERROR(CheckPolicySection(node, "outstanding_by", "least-outstanding", r.policy));
+  FP_RETURN_IF_ERROR(CheckPolicySection(node, "weighted", "weighted", r.policy));
+  FP_RETURN_IF_ERROR(CheckPolicySection(node, "adapter_aware", "adapter-aware", r.policy));
+  static const std::vector<std::string> kOutstandingBy = {"tokens", "requests"};
+  FP_ASSIGN_OR_RETURN(std::string by, ReadChoice(node["outstanding_by"], "tokens", "load measure", kOutstandingBy));
+  r.outstanding_by = by == "requests" ? OutstandingBy::kRequests : OutstandingBy::kTokens;
+  if (r.policy == "weighted") {
+    FP_RETURN_IF_ERROR(ReadWeights(node["weighted"], s));
+  }
+  if (r.policy == "adapter-aware") {
+    FP_RETURN_IF_ERROR(ReadAdapterAware(node["adapter_aware"], s));
   }
   return Status::Ok();
 }
@@ -254,6 +336,9 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   FP_RETURN_IF_ERROR(ReadRouter(root["router"], s));
   FP_ASSIGN_OR_RETURN(s.workload, ParseWorkloadSpec(root["workload"]));
   FP_RETURN_IF_ERROR(ReadEvents(root["workload"]["events"], s));
+  if (s.workload.adapters && !s.adapters.enabled) {
+    s.derived.push_back("engine.adapters: not given; adapters load instantly and take no memory");
+  }
   if (root["slo"].present() && !root["slo"].IsNull()) {
     FP_ASSIGN_OR_RETURN(s.slo, ParseSlo(root["slo"]));
   }

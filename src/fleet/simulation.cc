@@ -1,5 +1,8 @@
 #include "fleetplan/fleet/simulation.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace fleetplan {
@@ -11,11 +14,18 @@ class Simulation::Forwarder final : public EngineObserver {
     ++sim_->requests_done_;
     if (sim_->source_ != nullptr && o.finish) sim_->source_->OnRequestFinished(o.id, *o.finish);
     if (sim_->sink_ != nullptr) sim_->sink_->OnRequestDone(o);
+    sim_->OnEnded(o);
   }
   void OnStep(const StepRecord& s) override {
     if (sim_->sink_ != nullptr) sim_->sink_->OnStep(s);
   }
   void OnFirstToken(int32_t replica, RequestId id, SimTime t) override {
+    const auto it = sim_->routes_.find(id);
+    if (it != sim_->routes_.end()) {
+      auto& awaiting = sim_->awaiting_first_token_[static_cast<size_t>(replica)];
+      awaiting.erase({it->second.arrival_ns, id});
+      sim_->figures_[static_cast<size_t>(replica)].ttft_ns.push_back(t.ns() - it->second.arrival_ns);
+    }
     if (sim_->sink_ != nullptr) sim_->sink_->OnFirstToken(replica, id, t);
   }
 
@@ -33,11 +43,29 @@ Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup
                         Engine::Create(static_cast<int32_t>(i), r.engine, r.cost.get(), sim->forwarder_.get()));
     sim->engines_.push_back(std::move(engine));
   }
-  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router));
+  RouterContext context;
+  context.prefill_cost_per_token = setup.replicas[0].cost->PrefillCostPerToken();
+  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router, context));
   const size_t n = setup.replicas.size();
   sim->telemetry_.assign(n, ReplicaTelemetry{});
   sim->sent_requests_.assign(n, 0);
   sim->sent_tokens_.assign(n, 0);
+  const RouterConfig& rc = setup.router;
+  const auto prefix_weight = rc.weights.find("prefix");
+  const EngineConfig& e = setup.replicas[0].engine;
+  // Prefix beliefs only where a policy reads them and the replicas cache prefixes.
+  sim->tracks_prefixes_ = e.prefix_cache.enabled &&
+                          (rc.policy == "cache-aware" || (rc.policy == "weighted" && prefix_weight != rc.weights.end() &&
+                                                          prefix_weight->second > 0));
+  if (sim->tracks_prefixes_ && !rc.precise) {
+    sim->prefix_view_.emplace(static_cast<int32_t>(n), e.kv_blocks, e.block_tokens,
+                              e.prefix_cache.share_across_tenants);
+  }
+  if (setup.adapters.enabled) sim->adapters_.assign(n, AdapterResidency(setup.adapters));
+  sim->adapter_snapshot_.assign(n, {});
+  sim->adapter_sent_.assign(n, {});
+  sim->awaiting_first_token_.assign(n, {});
+  sim->figures_.assign(n, ReplicaFigures{});
   return sim;
 }
 
@@ -67,6 +95,9 @@ void Simulation::RefreshTelemetry(SimTime now) {
                                      e.pool().used_count(), e.pool().total(), now};
     sent_requests_[i] = 0;
     sent_tokens_[i] = 0;
+    adapter_sent_[i].clear();
+    adapter_snapshot_[i].clear();
+    if (!adapters_.empty()) adapters_[i].AppendResident(&adapter_snapshot_[i]);
   }
 }
 
@@ -78,22 +109,126 @@ std::vector<ReplicaView> Simulation::BuildView() const {
   return view;
 }
 
+bool Simulation::BelievesAdapterResident(size_t i, AdapterId a) const {
+  if (setup_.router.precise) return adapters_[i].resident(a);
+  const auto has = [a](const std::vector<AdapterId>& v) { return std::find(v.begin(), v.end(), a) != v.end(); };
+  return std::binary_search(adapter_snapshot_[i].begin(), adapter_snapshot_[i].end(), a) || has(adapter_sent_[i]);
+}
+
+void Simulation::FillRequestView(const Request& r, std::vector<ReplicaView>& view) {
+  for (size_t i = 0; i < view.size(); ++i) {
+    if (tracks_prefixes_) {
+      view[i].matched_prefix_tokens = prefix_view_ ? prefix_view_->MatchedTokens(static_cast<int32_t>(i), hashes_)
+                                                   : engines_[i]->PeekCachedPrefixTokens(r);
+    }
+    if (r.adapter != kNoAdapter && !adapters_.empty()) view[i].adapter_resident = BelievesAdapterResident(i, r.adapter);
+  }
+}
+
 void Simulation::OnArrival(SimTime now) {
   Request r = std::move(*pending_arrival_);
   pending_arrival_.reset();
   if (setup_.router.telemetry_delay == Duration()) RefreshTelemetry(now);
-  int32_t target = 0;
+  if (prefix_view_) prefix_view_->Hash(r, &hashes_);
+  RouteDecision d;
   if (engines_.size() > 1) {
-    const std::vector<ReplicaView> view = BuildView();
-    target = router_->Route(r, view);
-    FP_ASSERT(target >= 0 && target < replica_count());
+    std::vector<ReplicaView> view = BuildView();
+    FillRequestView(r, view);
+    d = router_->Route(r, view);
+    FP_ASSERT(d.replica >= 0 && d.replica < replica_count());
+    d.matched_prefix_tokens = view[static_cast<size_t>(d.replica)].matched_prefix_tokens;
   }
-  const auto t = static_cast<size_t>(target);
+  AfterRoute(r, d, now);
+}
+
+// Books the decision (router memory, figures, route info) and submits the request now,
+// or when its adapter has loaded.
+void Simulation::AfterRoute(const Request& r, const RouteDecision& d, SimTime now) {
+  const auto t = static_cast<size_t>(d.replica);
   ++sent_requests_[t];
   sent_tokens_[t] += r.prompt_tokens() + r.output_tokens;
-  if (r.cancel_at) queue_.Push(std::max(*r.cancel_at, now), EventKind::kCancel, target, r.id);
-  engines_[t]->Submit(r, now);
-  MaybeStart(target, now);
+  if (prefix_view_) prefix_view_->Record(d.replica, hashes_);
+  ReplicaFigures& f = figures_[t];
+  ++f.routed;
+  f.matched_prefix_tokens += d.matched_prefix_tokens;
+  f.queued_work += d.queued_work;
+  f.recompute += d.recompute;
+  RouteInfo info;
+  info.replica = d.replica;
+  info.matched_prefix_tokens = d.matched_prefix_tokens;
+  info.arrival_ns = r.arrival.ns();
+  const auto& awaiting = awaiting_first_token_[t];
+  if (!awaiting.empty()) info.queue_age = now - SimTime::FromNanos(awaiting.begin()->first);
+  SimTime ready = now;
+  if (r.adapter != kNoAdapter && !adapters_.empty()) {
+    adapter_sent_[t].push_back(r.adapter);
+    info.adapter = r.adapter;
+    ready = adapters_[t].Acquire(r.adapter, now);
+    info.adapter_wait = ready - now;
+  }
+  routes_[r.id] = info;
+  awaiting_first_token_[t].insert({info.arrival_ns, r.id});
+  if (ready > now) {
+    delayed_.emplace(r.id, std::make_pair(d.replica, r));
+    queue_.Push(ready, EventKind::kAdapterReady, d.replica, r.id);
+    return;
+  }
+  SubmitTo(d.replica, r, now);
+}
+
+void Simulation::SubmitTo(int32_t replica, const Request& r, SimTime now) {
+  if (r.cancel_at) queue_.Push(std::max(*r.cancel_at, now), EventKind::kCancel, replica, r.id);
+  Engine& e = *engines_[static_cast<size_t>(replica)];
+  e.Submit(r, now);
+  ReplicaFigures& f = figures_[static_cast<size_t>(replica)];
+  f.max_queue_depth = std::max(f.max_queue_depth, e.waiting_count());
+  MaybeStart(replica, now);
+}
+
+void Simulation::OnEnded(const RequestOutcome& o) {
+  const auto it = routes_.find(o.id);
+  if (it == routes_.end()) return;
+  const auto t = static_cast<size_t>(it->second.replica);
+  awaiting_first_token_[t].erase({it->second.arrival_ns, o.id});
+  if (it->second.adapter != kNoAdapter) adapters_[t].Release(it->second.adapter);
+  routes_.erase(it);
+}
+
+const RouteInfo* Simulation::route_of(RequestId id) const {
+  const auto it = routes_.find(id);
+  return it == routes_.end() ? nullptr : &it->second;
+}
+
+namespace {
+// Nearest-rank percentile of unsorted values, in ms; 0 when empty.
+double PercentileMs(std::vector<int64_t> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return static_cast<double>(v[std::max<size_t>(rank, 1) - 1]) / 1e6;
+}
+double MeanMs(Duration sum, int64_t n) { return n > 0 ? sum.millis() / static_cast<double>(n) : 0.0; }
+}  // namespace
+
+Json Simulation::ReplicaReportJson(Duration span) {
+  Json out = Json::array();
+  for (size_t i = 0; i < figures_.size(); ++i) {
+    const ReplicaFigures& f = figures_[i];
+    Json j{{"replica", i},
+           {"routed", f.routed},
+           {"max_queue_depth", f.max_queue_depth},
+           {"ttft_p99_ms", PercentileMs(f.ttft_ns, 0.99)},
+           {"mean_matched_prefix_tokens",
+            f.routed > 0 ? static_cast<double>(f.matched_prefix_tokens) / static_cast<double>(f.routed) : 0.0},
+           {"mean_queued_work_ms", MeanMs(f.queued_work, f.routed)},
+           {"mean_recompute_ms", MeanMs(f.recompute, f.routed)}};
+    if (!adapters_.empty()) {
+      adapters_[i].Advance(now_);
+      j["adapters"] = adapters_[i].stats().ToJson(span, adapters_[i].resident_count());
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 void Simulation::MaybeStart(int32_t replica, SimTime now) {
@@ -103,7 +238,7 @@ void Simulation::MaybeStart(int32_t replica, SimTime now) {
 }
 
 bool Simulation::Drained() const {
-  if (pending_arrival_ || source_ == nullptr || !source_->exhausted()) return false;
+  if (pending_arrival_ || !delayed_.empty() || source_ == nullptr || !source_->exhausted()) return false;
   for (const auto& engine : engines_) {
     if (engine->HasWork() || engine->step_in_flight()) return false;
   }
@@ -131,10 +266,20 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
       case EventKind::kArrival:
         OnArrival(now_);
         break;
-      case EventKind::kStepDone:
-        engines_[static_cast<size_t>(e.replica)]->FinishStep(now_);
+      case EventKind::kStepDone: {
+        Engine& engine = *engines_[static_cast<size_t>(e.replica)];
+        engine.FinishStep(now_);
+        ReplicaFigures& f = figures_[static_cast<size_t>(e.replica)];
+        f.max_queue_depth = std::max(f.max_queue_depth, engine.waiting_count());
         MaybeStart(e.replica, now_);
         break;
+      }
+      case EventKind::kAdapterReady: {
+        auto node = delayed_.extract(e.request);
+        FP_ASSERT(!node.empty());
+        SubmitTo(node.mapped().first, node.mapped().second, now_);
+        break;
+      }
       case EventKind::kCancel:
         engines_[static_cast<size_t>(e.replica)]->Cancel(e.request, now_);
         MaybeStart(e.replica, now_);

@@ -17,11 +17,13 @@ namespace {
 // The keys of a record line, in the order AppendRecordJsonl writes them.
 enum Key : size_t {
   kId, kClass, kTenant, kArrival, kFirstToken, kFinish, kStatus,
-  kInputTokens, kOutputTokens, kItlMs, kItlMaxMs, kValid, kKeyCount
+  kInputTokens, kOutputTokens, kItlMs, kItlMaxMs, kValid, kReplica, kMatchedPrefixTokens,
+  kQueueAgeAtAssignment, kKeyCount
 };
 constexpr std::array<std::string_view, kKeyCount> kKeys = {
     "id",           "class",        "tenant",        "arrival_s",  "first_token_s", "finish_s",
-    "status",       "input_tokens", "output_tokens", "itl_ms",     "itl_max_ms",    "valid"};
+    "status",       "input_tokens", "output_tokens", "itl_ms",     "itl_max_ms",    "valid",
+    "replica",      "matched_prefix_tokens",         "queue_age_at_assignment_ms"};
 constexpr std::array<Key, 8> kRequired = {kId,     kClass,       kArrival,     kFirstToken,
                                           kFinish, kStatus,      kInputTokens, kOutputTokens};
 
@@ -95,6 +97,14 @@ class LineParser {
       case kItlMs: return ReadItlList(c);
       case kItlMaxMs: return ReadItlMax(c);
       case kValid: return ReadValid(c);
+      case kReplica: return ReadOptionalCount(c, &record_.replica);
+      case kMatchedPrefixTokens: return ReadOptionalCount(c, &record_.matched_prefix_tokens);
+      case kQueueAgeAtAssignment: {
+        Duration age;
+        if (!ReadMillis(c, &age)) return false;
+        record_.queue_age_at_assignment = age;
+        return true;
+      }
       case kKeyCount: break;
     }
     return false;
@@ -159,6 +169,13 @@ class LineParser {
     Duration gap;
     if (!ReadMillis(c, &gap)) return false;
     record_.itl_max = gap;
+    return true;
+  }
+
+  bool ReadOptionalCount(JsonCursor& c, std::optional<int64_t>* out) {
+    int64_t v = 0;
+    if (!ReadCount(c, &v)) return false;
+    *out = v;
     return true;
   }
 

@@ -91,6 +91,14 @@ void AppendRecordJsonl(const RequestRecord& r, const WorkloadNames& names, std::
                  RecordStatusName(r.status), r.input_tokens, r.output_tokens);
   if (r.itl_max) fmt::format_to(std::back_inserter(*out), ",\"itl_max_ms\":{}", r.itl_max->millis());
   if (!r.valid) out->append(",\"valid\":false");
+  if (r.replica) fmt::format_to(std::back_inserter(*out), ",\"replica\":{}", *r.replica);
+  if (r.matched_prefix_tokens) {
+    fmt::format_to(std::back_inserter(*out), ",\"matched_prefix_tokens\":{}", *r.matched_prefix_tokens);
+  }
+  if (r.queue_age_at_assignment) {
+    fmt::format_to(std::back_inserter(*out), ",\"queue_age_at_assignment_ms\":{}",
+                   r.queue_age_at_assignment->millis());
+  }
   out->append("}\n");
 }
 

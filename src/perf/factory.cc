@@ -8,6 +8,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/perf/affine.h"
+#include "fleetplan/perf/kernel_table.h"
 #include "fleetplan/perf/roofline.h"
 #include "fleetplan/perf/table.h"
 
@@ -58,6 +59,32 @@ Built BuildTable(const YamlNode& node, const StepModelContext& ctx) {
   return std::unique_ptr<StepCostModel>(std::make_unique<TableStepModel>(std::move(table), extrapolate));
 }
 
+// {kind: kernel-table, dir: profile/tp1}: the per-layer kernel tables of perf/kernel_table.h;
+// layers, experts and ep come from the scenario's model and layout.
+Built BuildKernelTable(const YamlNode& node, const StepModelContext& ctx) {
+  FP_RETURN_IF_ERROR(node.CheckKeys({"kind", "dir"}));
+  const YamlNode dir_node = node["dir"];
+  FP_ASSIGN_OR_RETURN(const std::string dir, dir_node.AsString());
+  const ModelSpec& model = ctx.memory.model;
+  if (model.layers < 1) return node.Error("kernel-table needs the model's layer count (model.layers >= 1)");
+  auto tables = KernelTables::Load(ResolveScenarioPath(ctx.scenario_dir, dir), ctx.memory.layout.tp);
+  if (!tables.ok()) return dir_node.Error(tables.status().message());
+  KernelModelShape shape;
+  shape.layers = model.layers;
+  if (model.moe) {
+    if (!tables->has_moe) return dir_node.Error(fmt::format("model '{}' is MoE but the profile has no moe.csv", model.name));
+    shape.experts = model.moe->experts;
+    shape.experts_per_token = model.moe->experts_per_token;
+    shape.ep = std::max<int64_t>(1, ctx.memory.layout.ep);
+    shape.hidden = model.hidden;
+    shape.ep_link = LinkCost::Of(ctx.tp_link);  // the ep ranks sit on the intra-node link
+    if (shape.ep > 1 && shape.ep_link.bandwidth <= 0) {
+      return node.Error("kernel-table with ep > 1 needs the intra-node link (hardware.intra_node_link)");
+    }
+  }
+  return std::unique_ptr<StepCostModel>(std::make_unique<KernelTableStepModel>(std::move(tables).value(), shape));
+}
+
 struct Kind {
   const char* name;
   Builder build;
@@ -66,6 +93,7 @@ struct Kind {
 // Sorted by name; one entry per kind.
 constexpr Kind kKinds[] = {
     {"affine", &BuildAffine},
+    {"kernel-table", &BuildKernelTable},
     {"roofline", &BuildRoofline},
     {"table", &BuildTable},
 };

@@ -366,3 +366,65 @@ TEST(Engine, SameInputsSameSteps) {
 
 }  // namespace
 }  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+EngineConfig GraphConfig() {
+  EngineConfig c = BaseConfig("decode-first");
+  auto policy = CudaGraphPolicy::Create({1, 2, 4}, /*eager_fallback=*/true, std::nullopt);
+  EXPECT_TRUE(policy.ok()) << policy.status().message();
+  c.cuda_graphs = *policy;
+  return c;
+}
+
+TEST(EngineCudaGraphs, DecodeOnlyStepsPadToTheSmallestBucket) {
+  // Request 1 arrives first and prefills alone; requests 2 and 3 prefill beside its first
+  // decode (mixed steps run eager, not counted). Then decode-only steps of 3, 2, 1
+  // sequences as the requests finish: buckets 4, 2, 1 -> 7 padded slots for 6 real ones.
+  const TestCostModel cost(Ms(1), Us(10), Us(100));
+  RecordingObserver obs;
+  auto e = MakeEngine(GraphConfig(), cost, &obs);
+  RunEngine(*e, {MakeRequest(1, SimTime(), 10, 5), MakeRequest(2, SimTime(), 10, 3), MakeRequest(3, SimTime(), 10, 2)});
+  const GraphCounters& g = e->stats().cuda_graphs;
+  EXPECT_EQ(g.decode_only_steps, 3);
+  EXPECT_EQ(g.graphed_steps, 3);
+  EXPECT_EQ(g.real_slots, 6);
+  EXPECT_EQ(g.padded_slots, 7);
+  EXPECT_EQ(g.fallback_steps, 0);
+  const Json j = g.ToJson(true);
+  EXPECT_EQ(j["bucket_hit_rate"], 1.0);
+  EXPECT_EQ(j["padding_ratio"], RoundForReport(1.0 / 7.0));
+  EXPECT_EQ(j["fallback_rate"], 0.0);
+  ExpectPoolBackToBaseline(*e);
+}
+
+TEST(EngineCudaGraphs, BatchAboveTheLargestBucketFallsBackToEager) {
+  // Request 0 prefills alone and finishes in the next (mixed) step, where the other five
+  // prefill; their one decode-only step of 5 sequences is above the largest bucket (4)
+  // and runs eager.
+  const TestCostModel cost(Ms(1), Us(10), Us(100));
+  RecordingObserver obs;
+  auto e = MakeEngine(GraphConfig(), cost, &obs);
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 6; ++i) requests.push_back(MakeRequest(i, SimTime(), 10, 2));
+  RunEngine(*e, requests);
+  const GraphCounters& g = e->stats().cuda_graphs;
+  EXPECT_EQ(g.decode_only_steps, 1);
+  EXPECT_EQ(g.graphed_steps, 0);
+  EXPECT_EQ(g.fallback_steps, 1);
+  EXPECT_EQ(g.unexpected_fallbacks, 0);
+  EXPECT_EQ(g.ToJson(true)["fallback_rate"], 1.0);
+}
+
+TEST(EngineCudaGraphs, NothingIsCountedWhenGraphsAreOff) {
+  const TestCostModel cost(Ms(1), Us(10), Us(100));
+  RecordingObserver obs;
+  auto e = MakeEngine(BaseConfig("decode-first"), cost, &obs);
+  RunEngine(*e, {MakeRequest(1, SimTime(), 10, 5)});
+  EXPECT_EQ(e->stats().cuda_graphs.decode_only_steps, 0);
+  EXPECT_EQ(e->stats().ToJson(e->pool().total(), Ms(100), false)["cuda_graphs"]["enabled"], false);
+}
+
+}  // namespace
+}  // namespace fleetplan

@@ -614,7 +614,7 @@ TEST(EnginePrefixCache, CountersPerClassAddUpAndReachJson) {
   EXPECT_EQ(j.dump(),
             "{\"evictions\":0,\"hit_blocks\":6,\"hit_rate\":0.96,\"hit_tokens\":96,\"invalidations\":0,"
             "\"lookup_tokens\":100,\"lookups\":1,\"saved_prefill_ms\":0.96,\"saved_prefill_tokens\":96}");
-  const Json engine = e->stats().ToJson(e->pool().total(), Ms(1000));
+  const Json engine = e->stats().ToJson(e->pool().total(), Ms(1000), false);
   EXPECT_EQ(engine["prefix_cache"]["lookups"], 2);
   EXPECT_TRUE(engine["prefix_cache"].contains("mean_pool_share"));
 }

@@ -102,7 +102,8 @@ TEST(FleetplanRecords, UnknownFieldSuggestsTheNearest) {
                            "\n"),
             "records.jsonl:1:24: unknown field 'arival_s'; did you mean 'arrival_s'? (valid: id, "
             "class, tenant, arrival_s, first_token_s, finish_s, status, input_tokens, "
-            "output_tokens, itl_ms, itl_max_ms, valid)\n"
+            "output_tokens, itl_ms, itl_max_ms, valid, replica, matched_prefix_tokens, "
+            "queue_age_at_assignment_ms)\n"
             "    1 | {\"id\":0,\"class\":\"chat\",\"arival_s\":1}\n"
             "      |                        ^\n");
 }
@@ -282,6 +283,11 @@ TEST(RecordWriter, RoundTripsRandomRecords) {
       r.first_token = r.arrival + Duration::Nanos(static_cast<int64_t>(rng.NextBelow(60'000'000'000ULL)));
       r.finish = *r.first_token + Duration::Nanos(static_cast<int64_t>(rng.NextBelow(600'000'000'000ULL)));
       if (rng.NextBelow(2) == 0) r.itl_max = Duration::Nanos(static_cast<int64_t>(rng.NextBelow(2'000'000'000ULL)));
+    }
+    if (rng.NextBelow(2) == 0) {  // routing fields of simulated fleets
+      r.replica = static_cast<int64_t>(rng.NextBelow(16));
+      r.matched_prefix_tokens = static_cast<int64_t>(rng.NextBelow(100'000));
+      r.queue_age_at_assignment = Duration::Nanos(static_cast<int64_t>(rng.NextBelow(2'000'000'000ULL)));
     }
     written.push_back(r);
     AppendRecordJsonl(r, names, &text);

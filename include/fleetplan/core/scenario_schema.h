@@ -22,7 +22,9 @@ inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_nod
 inline const std::vector<std::string> kDeployment = {"replicas", "tp", "pp", "ep", "gpu_memory_utilization", "pools"};
 inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "ep", "gpu_memory_utilization"};
 inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",
-                                                 "step_model", "host_overhead", "cuda_graphs"};
+                                                 "step_model", "host_overhead", "cuda_graphs", "adapters"};
+// engine.adapters: LoRA residency per replica (fleet/adapters.h).
+inline const std::vector<std::string> kAdapters = {"size", "load_time", "memory_budget"};
 inline const std::vector<std::string> kScheduler = {"policy",           "max_batched_tokens", "max_running",
                                                     "chunk_tokens",     "max_decode_stall",   "aging_per_step",
                                                     "max_waiting",      "admission",          "reject_unreachable_deadline"};
@@ -31,7 +33,10 @@ inline const std::vector<std::string> kPrefixCache = {"enabled", "eviction", "sh
 inline const std::vector<std::string> kPrefixCacheScope = {"model_revision", "tokenizer", "position_scheme"};
 // workload.events[i]: a prefix-cache invalidation at a time.
 inline const std::vector<std::string> kWorkloadEvent = {"at", "invalidate", "tenant", "adapter"};
-inline const std::vector<std::string> kRouter = {"policy", "telemetry_delay", "weighted"};
+inline const std::vector<std::string> kRouter = {"policy",         "telemetry_delay", "precise",
+                                                 "outstanding_by", "weighted",        "adapter_aware"};
+// router.adapter_aware: the adapter-aware router's weights.
+inline const std::vector<std::string> kRouterAdapterAware = {"load", "affinity"};
 inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline"};
 
 }  // namespace fleetplan::scenario_keys

@@ -72,6 +72,7 @@
 #include "fleetplan/engine/block_hash.h"
 #include "fleetplan/engine/kv_pool.h"
 #include "fleetplan/engine/scheduling_policy.h"
+#include "fleetplan/perf/cuda_graphs.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleetplan/workload/request.h"
 
@@ -95,6 +96,9 @@ struct EngineConfig {
   Duration host_overhead;           // CPU time per step the GPU waits for
   bool reject_unreachable_deadline = true;
   PrefixCacheConfig prefix_cache;
+  // engine.cuda_graphs: only counted here (bucket hit, padding, fallback); the cost of a
+  // graphed step is the step model's (perf GraphedStepModel). Disabled = nothing counted.
+  CudaGraphPolicy cuda_graphs;
 };
 
 // What an invalidation changes. Values reach JSON by name (InvalidationKindName) and
@@ -189,6 +193,21 @@ class EngineObserver {
   virtual void OnFirstToken(int32_t replica, RequestId id, SimTime t) { (void)replica; (void)id; (void)t; }
 };
 
+// CUDA-graph use over decode-only steps (the only steps a graph can replay). Steps with
+// prefill work run eager and are not counted here.
+struct GraphCounters {
+  int64_t decode_only_steps = 0;
+  int64_t graphed_steps = 0;     // replayed a captured bucket
+  int64_t fallback_steps = 0;    // above the largest bucket: eager at the real size
+  int64_t unexpected_fallbacks = 0;  // fallbacks while eager_fallback is false
+  int64_t real_slots = 0;        // decodes in graphed steps
+  int64_t padded_slots = 0;      // bucket sizes of graphed steps (>= real_slots)
+  // {enabled, decode_only_steps, bucket_hit_rate, padding_ratio (padding / padded slots),
+  //  fallback_rate, unexpected_fallbacks}; rates are 0 with no decode-only step.
+  Json ToJson(bool enabled) const;
+  GraphCounters& operator+=(const GraphCounters& o);
+};
+
 struct EngineStats {
   int64_t steps = 0;
   int64_t prefill_tokens = 0;
@@ -206,11 +225,13 @@ struct EngineStats {
   int64_t steps_over_time_cap = 0;    // steps longer than the policy's cap while decoding
   int64_t extrapolated_steps = 0;     // steps the cost model had to extrapolate
   double kv_cached_block_seconds = 0;  // integral of published blocks over time
+  GraphCounters cuda_graphs;           // zero when engine.cuda_graphs is off
   PrefixCacheCounters prefix_cache;    // all classes
   std::vector<PrefixCacheCounters> prefix_cache_by_class;  // index: ClassId
   // Adds `prefix_cache` (PrefixCacheCounters::ToJson plus mean_pool_share, the mean share
   // of the pool holding published blocks) to the engine figures.
-  Json ToJson(int64_t kv_blocks, Duration span) const;
+  // `cuda_graphs` (GraphCounters::ToJson) is always present, `enabled` false when off.
+  Json ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled) const;
 };
 
 // A read-only view of one live request (tests and tools). The span is valid until the
@@ -271,6 +292,11 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   // Tokens of queued and running work not yet computed (a router's load signal).
   int64_t outstanding_tokens() const { return outstanding_tokens_; }
+  // Prompt tokens of `r` the prefix cache would supply if it were admitted now (0 with
+  // the cache off): what a precise router sees. Read-only.
+  int64_t PeekCachedPrefixTokens(const Request& r) const {
+    return config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
+  }
   std::optional<RequestView> request(RequestId id) const;
   // Prefix-cache counters of one class (zeros for a class never seen).
   PrefixCacheCounters prefix_cache_for_class(ClassId class_id) const;
@@ -311,6 +337,7 @@ class Engine {
   void InsertRunning(int32_t slot);
   void RemoveRunning(int32_t slot);
   void ApplyChunk(const Planned& p, SimTime now);
+  void CountGraphUse(const StepShape& shape);
 
   // Prefix cache (engine_prefix.cc).
   struct Match {

@@ -22,6 +22,7 @@ enum class EventKind : int32_t {
   kCancel = 2,         // the client of `request` gives up
   kTelemetry = 3,      // the router's view of replica state refreshes
   kInvalidate = 4,     // prefix-cache invalidation number `request` of the fleet setup
+  kAdapterReady = 5,   // `request`'s adapter is loaded on `replica`: submit it there
 };
 
 struct Event {

@@ -20,6 +20,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/yaml.h"
 #include "fleetplan/engine/engine.h"
+#include "fleetplan/fleet/adapters.h"
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/memory/fit.h"
@@ -77,6 +78,7 @@ struct Scenario {
   std::optional<YamlNode> step_model;
 
   RouterConfig router;
+  AdapterConfig adapters;  // engine.adapters (off when not given)
   WorkloadSpec workload;
   SloSpec slo;
   OutputSpec output;

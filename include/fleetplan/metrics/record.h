@@ -68,6 +68,12 @@ struct RequestRecord {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;            // tokens actually produced
   std::optional<Duration> itl_max;      // largest inter-token gap; absent when not recorded
+  // Routing (simulated fleets; absent in measured records): the replica that served it,
+  // the prompt tokens the router believed cached there, and how long the oldest request
+  // at that replica still without a first token had waited when this one was assigned.
+  std::optional<int64_t> replica;
+  std::optional<int64_t> matched_prefix_tokens;
+  std::optional<Duration> queue_age_at_assignment;
 
   bool operator==(const RequestRecord&) const = default;
 };

@@ -10,6 +10,9 @@
 //   roofline  {kind: roofline[, compute_efficiency, attention_efficiency, memory_efficiency]}
 //   table     {kind: table, file: path.csv[, extrapolate: false]}; a relative path resolves
 //             against the scenario file's folder
+//   kernel-table {kind: kernel-table, dir: profile/tp1}: per-layer kernel tables
+//             (perf/kernel_table.h); layers / experts from the model, ep from the layout,
+//             the EP exchange over tp_link; `dir` resolves like `file`
 // An unknown kind is a located error with did-you-mean and the valid names.
 //
 // CUDA graphs: when ctx.cuda_graphs is enabled the model is wrapped in GraphedStepModel

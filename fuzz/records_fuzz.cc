@@ -1,0 +1,60 @@
+// Fuzzes the records readers behind `fleetplan report`: the first input byte picks the
+// format, the rest is written to a scratch file (the readers take paths) and streamed
+// into a counting sink. Any failure must be a located invalid-input error.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleetplan/metrics/records_io.h"
+#include "fuzz_check.h"
+
+namespace {
+
+constexpr const char* kTarget = "records_fuzz";
+
+// Accepts every class name (one handle per distinct name) and asks for ITL on all of
+// them, so the readers' ITL checks run too.
+class CountingSink final : public fleetplan::RecordSink {
+ public:
+  fleetplan::Expected<fleetplan::ClassId> ResolveClass(std::string_view name) override {
+    for (size_t i = 0; i < classes_.size(); ++i) {
+      if (classes_[i] == name) return static_cast<fleetplan::ClassId>(i);
+    }
+    classes_.emplace_back(name);
+    return static_cast<fleetplan::ClassId>(classes_.size() - 1);
+  }
+  bool NeedsItl(fleetplan::ClassId) const override { return true; }
+  void Add(const fleetplan::RequestRecord&) override { ++records; }
+  int64_t records = 0;
+
+ private:
+  std::vector<std::string> classes_;
+};
+
+const std::string& ScratchPath() {
+  static const std::string path = "/tmp/fleetplan-records-fuzz-" + std::to_string(getpid()) + ".jsonl";
+  return path;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const auto names = fleetplan::RecordFormatNames();
+  const std::string format = names[data[0] % names.size()];
+  {
+    std::ofstream out(ScratchPath(), std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));
+  }
+  auto reader = fleetplan::MakeRecordReader(format);
+  fleetplan::fuzz::Require(reader.ok(), kTarget, "a listed format has no reader", format);
+  CountingSink sink;
+  fleetplan::fuzz::CheckFailure((*reader)->Read(ScratchPath(), sink), kTarget);
+  fleetplan::fuzz::CheckFailure(fleetplan::DetectRecordFormat(ScratchPath()), kTarget);
+  return 0;
+}

@@ -1,0 +1,111 @@
+// `fleetplan validate RUN_DIR [--profile DIR] [--calibration FILE] [--json]`: replays a
+// measured run directory (docs/validate.md) through the engine with the kernel-table step
+// model and prints measured vs predicted TTFT / TPOT / E2E (fleet/fidelity.h).
+// `fleetplan validate --fit OUT RUN_DIR...`: fits a calibration file on the given runs.
+// Exit 0 done, 2 usage, 3 invalid input (a missing or inconsistent run directory, located).
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/verbs.h"
+#include "fleetplan/core/json.h"
+#include "fleetplan/fleet/fidelity.h"
+
+namespace fleetplan::cli {
+namespace {
+
+struct ValidateFlags {
+  std::vector<std::string> runs;
+  std::string profile;
+  std::string calibration;
+  std::string fit_out;
+  bool json = false;
+};
+
+void PrintText(const Json& j, std::ostream& out) {
+  out << fmt::format("run {} ({}; tp {}, dp {}, ep {})\n", j["run"]["name"].get<std::string>(),
+                     j["run"]["model"].get<std::string>(), j["run"]["tp"].get<int64_t>(), j["run"]["dp"].get<int64_t>(),
+                     j["run"]["ep"].get<int64_t>());
+  std::string fitted_on;
+  for (const Json& r : j["calibration"]["fitted_on"]) fitted_on += (fitted_on.empty() ? "" : ", ") + r.get<std::string>();
+  out << fmt::format("profile {}\ncalibration {} (host overhead {} us, gpu scale {}; fitted on: {})\n",
+                     j["profile"].get<std::string>(), j["calibration"]["source"].get<std::string>(),
+                     j["calibration"]["host_overhead_us"].get<double>(), j["calibration"]["gpu_time_scale"].get<double>(),
+                     fitted_on.empty() ? "-" : fitted_on);
+  out << fmt::format("{:<6}{:>34}{:>34}{:>34}{:>34}{:>9}\n", "metric", "mean measured/predicted ms",
+                     "p50 measured/predicted ms", "p90 measured/predicted ms", "p99 measured/predicted ms", "MAPE %");
+  for (const char* m : {"ttft", "tpot", "e2e"}) {
+    const Json& x = j["metrics"][m];
+    std::string line = fmt::format("{:<6}", m);
+    for (const char* k : {"mean", "p50", "p90", "p99"}) {
+      line += fmt::format("{:>34}", fmt::format("{:.2f}/{:.2f} ({:+.1f}%)", x["measured_ms"][k].get<double>(),
+                                                x["predicted_ms"][k].get<double>(),
+                                                x[std::string(k) + "_error_pct"].get<double>()));
+    }
+    out << line << fmt::format("{:>9.2f}\n", x["mape_pct"].get<double>());
+  }
+  out << fmt::format("steps {}, extrapolated {}\n", j["simulation"]["steps"].get<int64_t>(),
+                     j["simulation"]["extrapolated_steps"].get<int64_t>());
+  for (const Json& n : j["notes"]) out << "note: " << n.get<std::string>() << "\n";
+}
+
+Status RunFit(const ValidateFlags& f, std::ostream& out) {
+  std::vector<MeasuredRun> runs;
+  for (const std::string& dir : f.runs) {
+    FP_ASSIGN_OR_RETURN(MeasuredRun run, LoadMeasuredRun(dir));
+    runs.push_back(std::move(run));
+  }
+  FP_ASSIGN_OR_RETURN(const Calibration c, FitCalibration(runs, {}));
+  FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(CalibrationJson(c)));
+  std::ofstream file(f.fit_out);
+  if (!(file << text << "\n")) return InvalidInput(fmt::format("--fit: cannot write '{}'", f.fit_out));
+  out << text << "\n";
+  return Status::Ok();
+}
+
+Status RunValidate(const ValidateFlags& f, std::ostream& out) {
+  if (!f.fit_out.empty()) return RunFit(f, out);
+  if (f.runs.size() != 1) return UsageError("validate takes one RUN_DIR (several only with --fit)");
+  FP_ASSIGN_OR_RETURN(const MeasuredRun run, LoadMeasuredRun(f.runs[0]));
+  ValidationOptions options;
+  options.profile_dir = f.profile;
+  if (!f.calibration.empty()) {
+    FP_ASSIGN_OR_RETURN(options.calibration, LoadCalibration(f.calibration));
+  }
+  FP_ASSIGN_OR_RETURN(const ValidationResult res, ValidateRun(run, options));
+  if (f.json) {
+    FP_ASSIGN_OR_RETURN(const std::string text, CanonicalJson(res.json));
+    out << text << "\n";
+  } else {
+    PrintText(res.json, out);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
+  CLI::App* cmd = app.add_subcommand(
+      "validate",
+      "Replay a measured vLLM run directory (meta.json, requests.jsonl, timeseries.csv) with the "
+      "kernel-table step model and report measured vs predicted TTFT / TPOT / E2E (mean, p50, p90, "
+      "p99, signed error, per-request MAPE) and the queue time series. With --fit OUT, fit a "
+      "calibration file on the given runs. Exit 0 done, 2 usage, 3 invalid input.");
+  auto flags = std::make_shared<ValidateFlags>();
+  ValidateFlags& f = *flags;
+  cmd->add_option("RUN_DIR", f.runs, "Run directory (several with --fit)")->required();
+  cmd->add_option("--profile", f.profile,
+                  "Kernel-table folder (with dense.csv), or its parent holding tp<N>/ "
+                  "(default: <run>/../../../perf/<hw>/<model>/bf16/tp<N>)");
+  cmd->add_option("--calibration", f.calibration, "Calibration file (fleetplan-calibration-v1 JSON)");
+  cmd->add_option("--fit", f.fit_out, "Fit a calibration on the given runs and write it to this file");
+  cmd->add_flag("--json", f.json, "Print the canonical JSON report");
+  cmd->callback([flags, &action] {
+    action = [flags](std::ostream& out, std::ostream& /*err*/) { return RunValidate(*flags, out); };
+  });
+}
+
+}  // namespace fleetplan::cli

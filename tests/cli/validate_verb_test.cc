@@ -1,0 +1,198 @@
+// `fleetplan validate`: replaying a measured run directory, end to end in process.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/verbs.h"
+#include "fleetplan/core/json.h"
+
+#include "support/shared_data.h"
+
+namespace fleetplan::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct VerbRun {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+VerbRun Validate(std::vector<std::string> args) {
+  args.insert(args.begin(), {"fleetplan", "validate"});
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out;
+  std::ostringstream err;
+  VerbRun r;
+  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::string Run4090() { return testing::SharedPath("profiles/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B"); }
+std::string Profile4090() {
+  return testing::SharedPath("profiles/llmservingsim/perf/RTX4090/meta-llama/Llama-3.1-8B/bf16/tp1");
+}
+
+// A small run directory a user might record: three requests, one clock.
+class UserRunDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("validate_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::create_directories(dir_);
+    Write("meta.json",
+          R"({"model": "meta-llama/Llama-3.1-8B", "num_requests": 3,
+              "engine_kwargs": {"tensor_parallel_size": 1, "max_num_seqs": 8, "max_num_batched_tokens": 512},
+              "kv_cache": {"block_size": 16, "num_gpu_blocks": 1000}})");
+    Write("requests.jsonl",
+          R"({"request_id": "a", "input_toks": 100, "output_toks": 10, "arrival_time": 10.0, "queued_ts": 10.0, "scheduled_ts": 10.0, "first_token_ts": 10.05, "last_token_ts": 10.3})" "\n"
+          R"({"request_id": "b", "input_toks": 600, "output_toks": 5, "arrival_time": 10.1, "queued_ts": 10.1, "scheduled_ts": 10.1, "first_token_ts": 10.2, "last_token_ts": 10.4})" "\n"
+          R"({"request_id": "c", "input_toks": 50, "output_toks": 1, "arrival_time": 10.2, "queued_ts": 10.2, "scheduled_ts": 10.2, "first_token_ts": 10.25, "last_token_ts": 10.25})" "\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::string Dir() const { return dir_.string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(UserRunDir, ReplaysAUserRecordedRun) {
+  FP_REQUIRE_SHARED_DATA();
+  const VerbRun r = Validate({Dir(), "--profile", Profile4090(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["run"]["requests"], 3);
+  EXPECT_DOUBLE_EQ(j["metrics"]["ttft"]["measured_ms"]["p50"].get<double>(), 50.0);
+  EXPECT_EQ(j["metrics"]["tpot"]["requests"], 2);  // the 1-token answer has no TPOT
+  EXPECT_GT(j["metrics"]["e2e"]["predicted_ms"]["mean"].get<double>(), 0.0);
+  EXPECT_THAT(j["notes"].dump(), HasSubstr("timeseries.csv absent"));
+}
+
+TEST_F(UserRunDir, MissingMetaIsLocated) {
+  std::filesystem::remove(dir_ / "meta.json");
+  const VerbRun r = Validate({Dir()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("meta.json: missing file: a run directory needs meta.json"));
+}
+
+TEST_F(UserRunDir, MissingRequestsIsLocated) {
+  std::filesystem::remove(dir_ / "requests.jsonl");
+  const VerbRun r = Validate({Dir()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("requests.jsonl: missing file: a run directory needs requests.jsonl"));
+}
+
+TEST_F(UserRunDir, MissingProfileIsAnError) {
+  const VerbRun r = Validate({Dir(), "--profile", Dir() + "/no-such-profile"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("no-such-profile"));
+}
+
+TEST_F(UserRunDir, MissingFieldIsLocated) {
+  Write("meta.json", R"({"model": "meta-llama/Llama-3.1-8B", "engine_kwargs": {"max_num_batched_tokens": 512}})");
+  const VerbRun r = Validate({Dir()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("meta.json: engine_kwargs.max_num_seqs: missing required field"));
+}
+
+TEST_F(UserRunDir, CountDisagreeingWithMetaIsAnError) {
+  Write("meta.json",
+        R"({"model": "meta-llama/Llama-3.1-8B", "num_requests": 300,
+            "engine_kwargs": {"max_num_seqs": 8, "max_num_batched_tokens": 512}})");
+  const VerbRun r = Validate({Dir()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("requests.jsonl: 3 records, but meta.json num_requests says 300"));
+}
+
+TEST_F(UserRunDir, BadRequestRowIsLocated) {
+  Write("requests.jsonl",
+        R"({"request_id": "a", "input_toks": 100, "output_toks": 10, "arrival_time": 10.0, "queued_ts": 10.0, "scheduled_ts": 9.0, "first_token_ts": 10.05, "last_token_ts": 10.3})" "\n");
+  const VerbRun r = Validate({Dir()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("requests.jsonl:1:"));
+  EXPECT_THAT(r.err, HasSubstr("scheduled_ts 9 is before queued_ts 10"));
+}
+
+TEST_F(UserRunDir, UnknownModelHasDidYouMean) {
+  Write("meta.json", R"({"model": "meta-llama/Lama-3.1-8B", "engine_kwargs": {"max_num_seqs": 8, "max_num_batched_tokens": 512}})");
+  const VerbRun r = Validate({Dir()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, HasSubstr("meta.json: model: unknown model 'lama-3.1-8b'; did you mean 'llama-3.1-8b'?"));
+}
+
+TEST_F(UserRunDir, FitWritesACalibrationNamingItsRuns) {
+  FP_REQUIRE_SHARED_DATA();
+  // The default profile path does not exist beside a temp folder: link one in.
+  const std::filesystem::path root = dir_.parent_path() / ("fit_root_" + dir_.filename().string());
+  const std::filesystem::path run = root / "vllm-runs" / "RTX4090" / "Mine";
+  const std::filesystem::path profile = root / "perf" / "RTX4090" / "meta-llama" / "Llama-3.1-8B" / "bf16";
+  std::filesystem::create_directories(run.parent_path());
+  std::filesystem::create_directories(profile);
+  std::filesystem::create_directory_symlink(Profile4090(), profile / "tp1");
+  std::filesystem::copy(dir_, run);
+  const std::string out = (root / "cal.json").string();
+  const VerbRun r = Validate({"--fit", out, run.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json cal = Json::parse(std::ifstream(out));
+  EXPECT_EQ(cal["schema"], "fleetplan-calibration-v1");
+  EXPECT_EQ(cal["fitted_on"], Json::array({"RTX4090/Mine"}));
+  EXPECT_THAT(cal["method"].get<std::string>(), HasSubstr("grid search"));
+  const VerbRun used = Validate({run.string(), "--calibration", out, "--json"});
+  ASSERT_EQ(used.code, 0) << used.err;
+  EXPECT_EQ(Json::parse(used.out)["calibration"]["fitted_on"], cal["fitted_on"]);
+  std::filesystem::remove_all(root);
+}
+
+TEST(ValidateShared, Rtx4090ReportsEveryMetric) {
+  FP_REQUIRE_SHARED_DATA();
+  const VerbRun r = Validate({Run4090(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["run"]["requests"], 300);
+  EXPECT_EQ(j["run"]["max_num_seqs"], 256);
+  for (const char* m : {"ttft", "tpot", "e2e"}) {
+    for (const char* k : {"mean", "p50", "p90", "p99"}) {
+      EXPECT_GT(j["metrics"][m]["measured_ms"][k].get<double>(), 0.0) << m << " " << k;
+      EXPECT_GT(j["metrics"][m]["predicted_ms"][k].get<double>(), 0.0) << m << " " << k;
+    }
+    EXPECT_TRUE(j["metrics"][m]["mean_error_pct"].is_number());
+    EXPECT_GE(j["metrics"][m]["mape_pct"].get<double>(), 0.0);
+  }
+  EXPECT_FALSE(j["timeseries"].empty());
+  EXPECT_THAT(j["notes"].dump(), HasSubstr("arrival = queued_ts"));
+  // The tables alone, no calibration: the figures docs/FIDELITY.md records (a regression
+  // guard; update both together).
+  EXPECT_NEAR(j["metrics"]["tpot"]["mean_error_pct"].get<double>(), 4.0, 0.5);
+  EXPECT_NEAR(j["metrics"]["e2e"]["mean_error_pct"].get<double>(), 5.0, 0.5);
+  EXPECT_NEAR(j["metrics"]["ttft"]["mean_error_pct"].get<double>(), 5.4, 0.5);
+  // Deterministic: the same run gives the same bytes.
+  EXPECT_EQ(Validate({Run4090(), "--json"}).out, r.out);
+}
+
+TEST(ValidateShared, CalibrationFileIsUsedAndNamed) {
+  FP_REQUIRE_SHARED_DATA();
+  const std::string path = ::testing::TempDir() + "calibration.json";
+  std::ofstream(path) << R"({"schema": "fleetplan-calibration-v1", "host_overhead_us": 500, "gpu_time_scale": 1.0,
+                             "fitted_on": ["RTXPRO6000/Llama-3.1-8B"], "method": "test"})";
+  const VerbRun r = Validate({Run4090(), "--calibration", path, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["calibration"]["source"], path);
+  EXPECT_EQ(j["calibration"]["host_overhead_us"], 500.0);
+  EXPECT_EQ(j["calibration"]["fitted_on"][0], "RTXPRO6000/Llama-3.1-8B");
+  std::ofstream(path) << R"({"schema": "fleetplan-calibration-v1", "host_overhead": 500})";
+  const VerbRun bad = Validate({Run4090(), "--calibration", path});
+  EXPECT_EQ(bad.code, 3);
+  EXPECT_THAT(bad.err, HasSubstr("host_overhead: unknown key 'host_overhead'"));
+}
+
+}  // namespace
+}  // namespace fleetplan::cli
