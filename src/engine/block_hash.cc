@@ -2,6 +2,8 @@
 #include "fleetplan/engine/block_hash.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 #include "fleetplan/core/status.h"
 
@@ -18,55 +20,73 @@ constexpr size_t kPieceBytes = 24;
 // Bytes before the pieces: parent hash and scope, 16 each.
 constexpr size_t kHeaderBytes = 32;
 
-// Little-endian whatever the host, so identities are the same on every machine. One
-// resize per value, not eight push_backs: this is the hottest line of the cache.
-void PutU64(uint64_t v, std::vector<unsigned char>& buf) {
-  const size_t at = buf.size();
-  buf.resize(at + 8);
-  for (size_t i = 0; i < 8; ++i) buf[at + i] = static_cast<unsigned char>(v >> (8 * i));
-}
+// The bytes one identity is hashed from. Values are written little-endian whatever the
+// host, so identities are the same on every machine. Written by index with one bounds
+// check per value (no per-byte push_back, no value-initialising resize): building the
+// input was the costliest part of hashing a block (perf, docs/PERFORMANCE.md "Engine").
+class HashInput {
+ public:
+  void Clear() { used_ = 0; }
+  void Put(uint64_t v) {
+    Reserve(8);
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(bytes_.data() + used_, &v, 8);
+    } else {
+      for (size_t i = 0; i < 8; ++i) bytes_[used_ + i] = static_cast<unsigned char>(v >> (8 * i));
+    }
+    used_ += 8;
+  }
+  void Put(const BlockHash& h) {
+    Put(h.hi);
+    Put(h.lo);
+  }
+  // Length-prefixed, so ("ab", "c") and ("a", "bc") differ.
+  void Put(const std::string& text) {
+    Put(static_cast<uint64_t>(text.size()));
+    Reserve(text.size());
+    std::copy(text.begin(), text.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(used_));
+    used_ += text.size();
+  }
+  BlockHash Digest() const {
+    const XXH128_hash_t h = XXH3_128bits(bytes_.data(), used_);
+    return BlockHash{h.high64, h.low64};
+  }
 
-void PutHash(const BlockHash& h, std::vector<unsigned char>& buf) {
-  PutU64(h.hi, buf);
-  PutU64(h.lo, buf);
-}
-
-BlockHash Digest(const std::vector<unsigned char>& buf) {
-  const XXH128_hash_t h = XXH3_128bits(buf.data(), buf.size());
-  return BlockHash{h.high64, h.low64};
-}
+ private:
+  void Reserve(size_t more) {
+    if (used_ + more > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), used_ + more));
+  }
+  std::vector<unsigned char> bytes_ = std::vector<unsigned char>(kHeaderBytes + 4 * kPieceBytes);
+  size_t used_ = 0;
+};
 
 }  // namespace
 
 BlockHash HashScopeBase(const CacheScopeBase& base) {
-  std::vector<unsigned char> buf;
-  PutHash(kBlockHashRoot, buf);
-  // Each string is length-prefixed so ("ab", "c") and ("a", "bc") differ.
+  HashInput in;
+  in.Put(kBlockHashRoot);
   for (const std::string* s : {&base.model_revision, &base.tokenizer, &base.position_scheme, &base.kv_format}) {
-    PutU64(s->size(), buf);
-    buf.insert(buf.end(), s->begin(), s->end());
+    in.Put(*s);
   }
-  return Digest(buf);
+  return in.Digest();
 }
 
 BlockHash HashScopeParts(const BlockHash& base, std::span<const int64_t> parts) {
-  std::vector<unsigned char> buf;
-  buf.reserve(16 + 8 * parts.size());
-  PutHash(base, buf);
-  for (int64_t p : parts) PutU64(static_cast<uint64_t>(p), buf);
-  return Digest(buf);
+  HashInput in;
+  in.Put(base);
+  for (int64_t p : parts) in.Put(static_cast<uint64_t>(p));
+  return in.Digest();
 }
 
 void AppendBlockHashes(std::span<const PromptSegment> layout, int64_t block_tokens, const BlockHash& scope,
                        int64_t max_blocks, std::vector<BlockHash>* out) {
   FP_ASSERT(block_tokens >= 1);
   if (max_blocks <= 0) return;
-  std::vector<unsigned char> buf;
-  buf.reserve(kHeaderBytes + 2 * kPieceBytes);
+  HashInput in;
   auto start_block = [&](const BlockHash& parent) {
-    buf.clear();
-    PutHash(parent, buf);
-    PutHash(scope, buf);
+    in.Clear();
+    in.Put(parent);
+    in.Put(scope);
   };
   BlockHash parent = kBlockHashRoot;
   start_block(parent);
@@ -77,13 +97,13 @@ void AppendBlockHashes(std::span<const PromptSegment> layout, int64_t block_toke
     int64_t offset = 0;
     while (offset < segment.tokens) {
       const int64_t take = std::min(segment.tokens - offset, block_tokens - filled);
-      PutU64(segment.content, buf);
-      PutU64(static_cast<uint64_t>(offset), buf);
-      PutU64(static_cast<uint64_t>(take), buf);
+      in.Put(segment.content);
+      in.Put(static_cast<uint64_t>(offset));
+      in.Put(static_cast<uint64_t>(take));
       offset += take;
       filled += take;
       if (filled < block_tokens) continue;
-      parent = Digest(buf);
+      parent = in.Digest();
       out->push_back(parent);
       if (++done == max_blocks) return;
       start_block(parent);

@@ -213,6 +213,7 @@ void Engine::SealComputed(Live& l) {
   if (l.publishable) {
     FP_ASSERT(static_cast<size_t>(full) <= l.hashes.size());
     const CacheTag tag{Namespace(l.req.tenant), l.req.adapter, l.req.class_id};
+    for (int64_t i = l.sealed; i < full; ++i) pool_.PrefetchIndex(l.hashes[static_cast<size_t>(i)]);
     for (int64_t i = l.sealed; i < full; ++i) {
       // A duplicate (another request published the same content first) stays private.
       (void)pool_.Publish(l.blocks[static_cast<size_t>(i)], l.hashes[static_cast<size_t>(i)], tag);

@@ -16,7 +16,7 @@ void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
 }
 }  // namespace
 
-KvBlockPool::KvBlockPool(int64_t total_blocks) {
+KvBlockPool::KvBlockPool(int64_t total_blocks) : index_(total_blocks) {
   FP_ASSERT(total_blocks >= 0 && total_blocks <= std::numeric_limits<int32_t>::max());
   const auto n = static_cast<size_t>(total_blocks);
   refcount_.assign(n, 0);
@@ -77,7 +77,8 @@ BlockId KvBlockPool::PopHead() {
 }
 
 void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
-  index_.erase(hash_[Idx(b)]);
+  const bool erased = index_.Erase(hash_[Idx(b)]);
+  FP_ASSERT(erased);
   published_[Idx(b)] = 0;
   if (refcount_[Idx(b)] == 0) --evictable_;
   CountForClass(by_class, tag_[Idx(b)].class_id);
@@ -86,6 +87,12 @@ void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
 bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
   FP_ASSERT(n >= 0);
   if (n > free_count_) return false;
+  // The blocks to be taken are the first n of the free list; start loading the index
+  // slots of the cached ones among them before evicting any (see BlockIndex::Prefetch).
+  BlockId ahead = head_;
+  for (int64_t i = 0; i < n && ahead != kNoBlock; ++i, ahead = next_[Idx(ahead)]) {
+    if (published_[Idx(ahead)] != 0) index_.Prefetch(hash_[Idx(ahead)]);
+  }
   for (int64_t i = 0; i < n; ++i) {
     const BlockId b = PopHead();
     if (published_[Idx(b)] != 0) {
@@ -117,8 +124,7 @@ void KvBlockPool::AddRef(BlockId block) {
 }
 
 BlockId KvBlockPool::Find(const BlockHash& hash) const {
-  const auto it = index_.find(hash);
-  return it == index_.end() ? kNoBlock : it->second;
+  return index_.Find(hash);
 }
 
 void KvBlockPool::Acquire(BlockId block) {
@@ -134,10 +140,7 @@ void KvBlockPool::Acquire(BlockId block) {
 bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag) {
   FP_ASSERT(block >= 0 && Idx(block) < refcount_.size());
   FP_ASSERT(refcount_[Idx(block)] >= 1 && published_[Idx(block)] == 0);
-  // The index never holds more entries than the pool has blocks: size it once, on first
-  // use, so publishing never rehashes (a pool without a cache never pays for it).
-  if (index_.bucket_count() < refcount_.size()) index_.reserve(refcount_.size());
-  if (!index_.emplace(hash, block).second) return false;
+  if (!index_.Insert(hash, block)) return false;
   published_[Idx(block)] = 1;
   hash_[Idx(block)] = hash;
   tag_[Idx(block)] = tag;

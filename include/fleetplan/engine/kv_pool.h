@@ -42,11 +42,11 @@
 #include <functional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/block_hash.h"
+#include "fleetplan/engine/block_index.h"
 
 namespace fleetplan {
 
@@ -103,7 +103,9 @@ class KvBlockPool {
   const BlockHash& hash(BlockId block) const { return hash_[static_cast<size_t>(block)]; }
   const CacheTag& tag(BlockId block) const { return tag_[static_cast<size_t>(block)]; }
 
-  int64_t cached_count() const { return static_cast<int64_t>(index_.size()); }  // published blocks
+  int64_t cached_count() const { return index_.size(); }
+  // A hint that `hash` is about to be published or looked up (BlockIndex::Prefetch).
+  void PrefetchIndex(const BlockHash& hash) const { index_.Prefetch(hash); }  // published blocks
   int64_t evictable_count() const { return evictable_; }  // published blocks on the free list
   int64_t published_total() const { return published_total_; }
   int64_t evictions() const { return evictions_; }
@@ -133,7 +135,7 @@ class KvBlockPool {
   std::vector<uint8_t> published_;  // 0/1 (vector<bool> is slow to index)
   std::vector<BlockHash> hash_;
   std::vector<CacheTag> tag_;
-  std::unordered_map<BlockHash, BlockId, BlockHashHasher> index_;  // lookup only; never iterated
+  BlockIndex index_;  // published blocks by identity; lookup only, never iterated
   BlockId head_ = kNoBlock;
   BlockId tail_ = kNoBlock;
   int64_t free_count_ = 0;
