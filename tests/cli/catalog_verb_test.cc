@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_run.h"
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
 
@@ -17,23 +18,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct VerbResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using VerbResult = testing::CliRun;
 
 VerbResult Catalog(std::vector<std::string> args) {
-  args.insert(args.begin(), {"fleetplan", "catalog"});
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  VerbResult r;
-  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  args.insert(args.begin(), "catalog");
+  return testing::RunFleetplan(std::move(args));
 }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {

@@ -13,6 +13,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli/cli_run.h"
 #include "cli/verbs.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/json.h"
@@ -25,23 +26,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using CliRun = testing::CliRun;
 
 CliRun Fit(std::vector<std::string> args) {
-  args.insert(args.begin(), {"fleetplan", "fit"});
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  CliRun r;
-  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  args.insert(args.begin(), "fit");
+  return testing::RunFleetplan(std::move(args));
 }
 
 const std::vector<std::string> kQuickStart = {"--model",   "atlas-70b", "--gpu",  "h100-sxm-80g",

@@ -6,32 +6,21 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_run.h"
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
 
 namespace fleetplan::cli {
 namespace {
 
-struct CliResult {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
+using CliResult = testing::CliRun;
 
 CliResult Fleetplan(std::vector<std::string> args) {
-  args.insert(args.begin(), "fleetplan");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliResult r;
-  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  return testing::RunFleetplan(std::move(args));
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/cli_run.h"
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
 
@@ -14,23 +15,11 @@
 namespace fleetplan::cli {
 namespace {
 
-struct VerbRun {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
+using VerbRun = testing::CliRun;
 
 VerbRun Report(std::vector<std::string> args) {
-  args.insert(args.begin(), {"fleetplan", "report"});
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  VerbRun r;
-  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  args.insert(args.begin(), "report");
+  return testing::RunFleetplan(std::move(args));
 }
 
 std::string Temp(const std::string& name, const std::string& text) {

@@ -12,29 +12,17 @@
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/json.h"
 
+#include "cli/cli_run.h"
 #include "support/shared_data.h"
 
 namespace fleetplan::cli {
 namespace {
 
-struct CliRun {
-  int code = 0;
-  std::string out, err;
-};
+using testing::CliRun;
 
-CliRun Fleetplan(std::vector<std::string> args) {
-  args.insert(args.begin(), "fleetplan");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+CliRun Fleetplan(std::vector<std::string> args) { return testing::RunFleetplan(std::move(args)); }
 
-std::string Shared(const std::string& relative) { return ::fleetplan::testing::SharedDataRoot() + "/" + relative; }
+std::string Shared(const std::string& relative) { return testing::SharedPath(relative); }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli/cli_run.h"
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
 
@@ -18,23 +19,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct VerbRun {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
+using VerbRun = testing::CliRun;
 
 VerbRun Validate(std::vector<std::string> args) {
-  args.insert(args.begin(), {"fleetplan", "validate"});
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  VerbRun r;
-  r.code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  args.insert(args.begin(), "validate");
+  return testing::RunFleetplan(std::move(args));
 }
 
 std::string Run4090() { return testing::SharedPath("profiles/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B"); }
