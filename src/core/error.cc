@@ -41,6 +41,27 @@ std::vector<std::size_t> CodePointStarts(std::string_view line) {
 
 // The source line (or a window of it around the caret) and the pad that puts a caret
 // under `column`. Tabs are copied into the pad so the caret lines up.
+// `text` with every byte that is not part of valid UTF-8 replaced by '?' (and, when
+// `control` is set, control characters other than tab too), so that a message built from
+// whatever an input held stays valid UTF-8 and keeps the terminal sane.
+std::string ShowSafely(std::string_view text, bool control) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t next_invalid = utf8::FindInvalid(text);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const auto u = static_cast<unsigned char>(c);
+    if (i == next_invalid) {
+      out += '?';
+      const std::size_t rest = utf8::FindInvalid(text.substr(i + 1));
+      next_invalid = rest == std::string_view::npos ? rest : i + 1 + rest;
+      continue;
+    }
+    out += control && ((u < 0x20 && c != '\t') || u == 0x7F) ? '?' : c;
+  }
+  return out;
+}
+
 struct Snippet {
   std::string shown;
   std::string pad;
@@ -65,10 +86,7 @@ Snippet MakeSnippet(std::string_view line, int column) {
     s.shown = "...";
     s.pad = "   ";
   }
-  for (char c : line.substr(at(begin), at(end) - at(begin))) {
-    const auto u = static_cast<unsigned char>(c);
-    s.shown += (u < 0x20 && c != '\t') || u == 0x7F ? '?' : c;  // keep the terminal sane
-  }
+  s.shown += ShowSafely(line.substr(at(begin), at(end) - at(begin)), /*control=*/true);
   if (end < n) s.shown += "...";
   for (std::size_t cp = begin; cp < caret; ++cp) {
     s.pad += line[at(cp)] == '\t' ? '\t' : ' ';
@@ -112,8 +130,9 @@ std::size_t EditDistance(std::string_view a, std::string_view b) {
 std::string FormatLocatedError(const SourceLocation& where, std::string_view path,
                                std::string_view message) {
   std::string out = LocationPrefix(where);
-  if (!path.empty()) out += fmt::format("{}: ", path);
-  out += message;
+  if (!path.empty()) out += fmt::format("{}: ", ShowSafely(path, /*control=*/true));
+  // Messages may quote what a parser read (nlohmann's "last read: ..."): keep them UTF-8.
+  out += ShowSafely(message, /*control=*/false);
   if (where.line <= 0 || where.source_line.empty()) return out;
   const int width = std::max(kGutterWidth, static_cast<int>(fmt::formatted_size("{}", where.line)));
   const Snippet snippet = MakeSnippet(where.source_line, where.column);

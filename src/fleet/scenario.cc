@@ -319,7 +319,17 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   const YamlNode root = doc->root();
   // Model, hardware.gpu, deployment layout, memory knobs; checks the root's keys too.
   FP_ASSIGN_OR_RETURN(FitSpec fit_spec, ReadFitScenario(*doc, "", ValueOrigin::Flag("--pool")));
-  FP_ASSIGN_OR_RETURN(ResolvedFit resolved, ResolveFitSpec(fit_spec, Catalog::Builtin()));
+  // The fit reader also serves `fleetplan fit`, whose messages for absent inputs name its
+  // flags; a scenario names its keys instead.
+  FP_RETURN_IF_ERROR(root["model"].RequirePresent());
+  FP_RETURN_IF_ERROR(root["hardware"].RequirePresent());
+  FP_RETURN_IF_ERROR(root["hardware"]["gpu"].RequirePresent());
+  Expected<ResolvedFit> fit = ResolveFitSpec(fit_spec, Catalog::Builtin());
+  if (!fit.ok() && fit.status().code() == StatusCode::kUsage) {
+    // With model and GPU present, the only input left to miss is the context.
+    return root["model"].Error("the model states no max_context: set model.max_context");
+  }
+  FP_ASSIGN_OR_RETURN(ResolvedFit resolved, std::move(fit));
   s.fit = resolved.request;
   for (auto& d : resolved.derived) s.derived.push_back(std::move(d));
 

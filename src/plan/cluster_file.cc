@@ -322,8 +322,8 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
   if (f.counts.size() < 2 || f.gpu.empty()) {
     return InvalidInput(
         fmt::format("expected a short form [RACKS x] NODES x GPUS x GPU (e.g. "
-                    "2x8xh100-sxm-80g), got '{}'",
-                    text));
+                    "2x8xh100-sxm-80g), got {}",
+                    QuoteValue(text)));
   }
   const bool has_racks = f.counts.size() == 3;
   int64_t racks = 1;

@@ -56,6 +56,20 @@ TEST(FormatLocatedErrorTest, ControlCharactersInTheShownLineBecomeQuestionMarks)
             "      |  ^\n");
 }
 
+TEST(FormatLocatedErrorTest, BytesThatAreNotUtf8InTheShownLineBecomeQuestionMarks) {
+  // Found by trace_fuzz: a stray continuation byte and a truncated sequence in the input
+  // line made the whole message invalid UTF-8.
+  EXPECT_EQ(FormatLocatedError({"f", 1, 1, "a\x80" "b\xE2\x82"}, "", "bad"),
+            "f:1:1: bad\n"
+            "    1 | a?b??\n"
+            "      | ^\n");
+}
+
+TEST(FormatLocatedErrorTest, MessagesQuotingBrokenInputStayUtf8) {
+  // Found by trace_fuzz: nlohmann's parse error quotes the bytes it last read.
+  EXPECT_EQ(FormatLocatedError({"f", 0, 0, ""}, "", "last read: '\"in\xE9'"), "f: last read: '\"in?'");
+}
+
 TEST(FormatLocatedErrorTest, ColumnsCountCharactersNotBytes) {
   EXPECT_EQ(FormatLocatedError({"f", 1, 4, "\xC3\xA9: x"}, "", "bad"),
             "f:1:4: bad\n"

@@ -139,4 +139,22 @@ TEST(Scenario, TooManyReplicasForTheHardware) {
 }
 
 }  // namespace
+namespace {
+
+// Found by scenario_fuzz: an empty scenario got the fit verb's usage message ("pass
+// --model NAME") with exit code 2 instead of a located error about the file.
+TEST(ScenarioReader, MissingRequiredSectionsAreLocatedErrors) {
+  auto empty = LoadScenarioText("", "s.yaml", ".");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(empty.status().message().find("missing required field 'model'"), std::string::npos)
+      << empty.status().message();
+  auto no_gpu = LoadScenarioText("version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {nodes: 1}\n", "s.yaml", ".");
+  ASSERT_FALSE(no_gpu.ok());
+  EXPECT_EQ(no_gpu.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(no_gpu.status().message().find("missing required field 'gpu'"), std::string::npos)
+      << no_gpu.status().message();
+}
+
+}  // namespace
 }  // namespace fleetplan

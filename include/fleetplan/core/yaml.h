@@ -104,6 +104,9 @@ class YamlNode {
   // An absent or null node has no keys and passes (its fields' own reads still fail
   // when required).
   Status CheckKeys(std::initializer_list<std::string_view> allowed) const;
+  // Ok when present; otherwise the located "missing required field 'key'" error (at the
+  // parent), for required sections that are read by a reader shared with other inputs.
+  Status RequirePresent() const { return present() ? Status::Ok() : AbsentError(); }
   Status CheckKeys(const std::vector<std::string>& allowed) const;
 
   // Typed scalar reads. Each fails, located, on absence, wrong type or bad format.
