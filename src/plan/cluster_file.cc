@@ -289,7 +289,8 @@ Expected<int64_t> ShortCount(std::string_view form, std::string_view digits, std
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
   if (ec != std::errc() || ptr != digits.data() + digits.size() || v < 1 || v > max) {
-    return InvalidInput(fmt::format("short form '{}': expected {} between 1 and {}, got {}", form, what, max, digits));
+    return InvalidInput(fmt::format("short form {}: expected {} between 1 and {}, got {}", QuoteValue(form), what, max,
+                                    QuoteValue(digits)));
   }
   return v;
 }
@@ -334,11 +335,11 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
   FP_ASSIGN_OR_RETURN(const int64_t nodes, ShortCount(text, f.counts[base], "nodes per rack", kMaxClusterGpus));
   FP_ASSIGN_OR_RETURN(const int64_t gpus, ShortCount(text, f.counts[base + 1], "GPUs per node", kMaxGpusPerNode));
   if (racks * nodes * gpus > kMaxClusterGpus) {
-    return InvalidInput(
-        fmt::format("short form '{}': {} GPUs exceed the limit of {}", text, racks * nodes * gpus, kMaxClusterGpus));
+    return InvalidInput(fmt::format("short form {}: {} GPUs exceed the limit of {}", QuoteValue(text),
+                                    racks * nodes * gpus, kMaxClusterGpus));
   }
   Expected<GpuSpec> gpu = catalog.Gpu(f.gpu);
-  if (!gpu.ok()) return InvalidInput(fmt::format("short form '{}': {}", text, gpu.status().message()));
+  if (!gpu.ok()) return InvalidInput(fmt::format("short form {}: {}", QuoteValue(text), gpu.status().message()));
   FP_ASSIGN_OR_RETURN(const LinkSpec intra, catalog.Link(gpu->default_intra_link));
   FP_ASSIGN_OR_RETURN(const LinkSpec inter, catalog.Link(kDefaultInterNodeLink));
   FP_ASSIGN_OR_RETURN(const LinkSpec pcie, catalog.Link(kDefaultPcieLink));

@@ -1,11 +1,11 @@
 // CSV trace imports: Azure LLM inference, BurstGPT, and fleetplan's plain CSV. One
 // header-driven row parser; each format names its columns and fills a request.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <deque>
 #include <limits>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "fleetplan/workload/content.h"
 #include "workload/csv.h"
@@ -35,7 +35,7 @@ class CsvRowParser : public RowParser {
       const auto it = std::find(valid.begin(), valid.end(), fields_[i].text);
       if (it == valid.end()) {
         return ctx.Error(fields_[i].column, "",
-                         fmt::format("{} in the header of a {} trace", 
+                         fmt::format("{} in the header of a {} trace",
                                      UnknownNameMessage("column", fields_[i].text, valid), format_));
       }
       const auto c = static_cast<size_t>(it - valid.begin());
@@ -49,8 +49,9 @@ class CsvRowParser : public RowParser {
       if (columns_[c].required && position_[c] < 0) {
         std::vector<std::string> got;
         for (const auto& f : fields_) got.emplace_back(f.text);
-        return ctx.Error(1, "", fmt::format("the header of a {} trace needs a column '{}' (the header has: {})",
-                                            format_, columns_[c].name, fmt::join(got, ", ")));
+        return ctx.Error(1, "",
+                         fmt::format("the header of a {} trace needs a column '{}' (the header has: {})", format_,
+                                     columns_[c].name, fmt::join(got, ", ")));
       }
     }
     return AfterHeader(ctx, names);
@@ -60,11 +61,11 @@ class CsvRowParser : public RowParser {
     const std::string problem = SplitCsvLine(ctx.line, &fields_, &storage_);
     if (!problem.empty()) return ctx.Error(1, "", problem);
     if (fields_.size() != header_fields_) {
-      const int column = fields_.size() < header_fields_ ? static_cast<int>(ctx.line.size()) + 1
-                                                         : fields_[header_fields_].column;
+      const int column =
+          fields_.size() < header_fields_ ? static_cast<int>(ctx.line.size()) + 1 : fields_[header_fields_].column;
       return ctx.Error(column, "",
-                       fmt::format("expected {} fields (as in the header), got {}{}", header_fields_,
-                                   fields_.size(), fields_.size() < header_fields_ ? " (truncated line?)" : ""));
+                       fmt::format("expected {} fields (as in the header), got {}{}", header_fields_, fields_.size(),
+                                   fields_.size() < header_fields_ ? " (truncated line?)" : ""));
     }
     FP_RETURN_IF_ERROR(Fill(ctx, names, out, row));
     ++rows_;
@@ -148,7 +149,9 @@ Civil CivilFromDays(int64_t z) {
   return Civil{yoe + era * 400 + (m <= 2 ? 1 : 0), m, d};
 }
 
-bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+bool IsLeap(int64_t y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 int64_t DaysInMonth(int64_t y, int64_t m) {
   static constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -167,8 +170,7 @@ std::optional<int64_t> ParseWallClock(std::string_view s) {
     }
     return v;
   };
-  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
-      s[16] != ':') {
+  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':') {
     return std::nullopt;
   }
   const auto y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2);
@@ -187,7 +189,12 @@ std::optional<int64_t> ParseWallClock(std::string_view s) {
     for (size_t i = n; i < 9; ++i) frac_ns *= 10;
   }
   const int64_t seconds = DaysFromCivil(*y, *mo, *d) * kSecondsPerDay + *h * 3600 + *mi * 60 + *se;
-  return seconds * kNanosPerSecond + frac_ns;
+  // int64 nanoseconds reach 1677-09-21 .. 2262-04-11; a date outside is not a timestamp here.
+  int64_t ns = 0;
+  if (__builtin_mul_overflow(seconds, kNanosPerSecond, &ns) || __builtin_add_overflow(ns, frac_ns, &ns)) {
+    return std::nullopt;
+  }
+  return ns;
 }
 
 std::string FormatWallClock(int64_t ns) {
@@ -219,9 +226,9 @@ class AzureRowParser final : public CsvRowParser {
     const CsvField& t = Field(kTime);
     const std::optional<int64_t> ns = ParseWallClock(t.text);
     if (!ns) {
-      return ctx.Error(t.column, "TIMESTAMP",
-                       fmt::format("expected a time like 2023-11-16 18:17:03.9799600, got {}",
-                                   DescribeCsvValue(t.text)));
+      return ctx.Error(
+          t.column, "TIMESTAMP",
+          fmt::format("expected a time like 2023-11-16 18:17:03.9799600, got {}", DescribeCsvValue(t.text)));
     }
     row->raw_time_ns = *ns;
     row->time_column = t.column;
@@ -239,12 +246,9 @@ class AzureRowParser final : public CsvRowParser {
 class BurstGptRowParser final : public CsvRowParser {
  public:
   explicit BurstGptRowParser(bool drop_failed)
-      : CsvRowParser("burstgpt", {{"Timestamp"},
-                                  {"Model"},
-                                  {"Request tokens"},
-                                  {"Response tokens"},
-                                  {"Total tokens"},
-                                  {"Log Type"}}),
+      : CsvRowParser(
+            "burstgpt",
+            {{"Timestamp"}, {"Model"}, {"Request tokens"}, {"Response tokens"}, {"Total tokens"}, {"Log Type"}}),
         drop_failed_(drop_failed) {}
   std::string_view time_field() const override { return "Timestamp"; }
   std::string FormatTime(int64_t raw_ns) const override { return FormatSecondsExact(raw_ns); }

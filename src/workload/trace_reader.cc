@@ -1,5 +1,8 @@
 // The trace reader core (trace.h): formats, detection, and the streaming TraceSource
 // that applies the shared policies (order, speed, limits, digest) over a RowParser.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,9 +10,6 @@
 #include <limits>
 #include <optional>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "fleetplan/workload/trace.h"
 #include "workload/csv.h"
@@ -86,16 +86,16 @@ struct FormatEntry {
 
 const std::vector<FormatEntry>& FormatTable() {
   static const std::vector<FormatEntry> table = {
-      {TraceFormat::kFleetplan, MakeFleetplanRowParser, true},
-      {TraceFormat::kMooncake, MakeMooncakeRowParser, true},
-      {TraceFormat::kAzure, MakeAzureRowParser, false},
-      {TraceFormat::kBurstGpt, MakeBurstGptRowParser, false},
+      {TraceFormat::kFleetplan, MakeFleetplanRowParser, true}, {TraceFormat::kMooncake, MakeMooncakeRowParser, true},
+      {TraceFormat::kAzure, MakeAzureRowParser, false},        {TraceFormat::kBurstGpt, MakeBurstGptRowParser, false},
       {TraceFormat::kCsv, MakePlainCsvRowParser, false},
   };
   return table;
 }
 
-const FormatEntry& EntryFor(TraceFormat format) { return FormatTable()[static_cast<size_t>(format)]; }
+const FormatEntry& EntryFor(TraceFormat format) {
+  return FormatTable()[static_cast<size_t>(format)];
+}
 
 std::string Extension(std::string_view name) {
   const size_t slash = name.find_last_of('/');
@@ -175,9 +175,9 @@ class TraceReader final : public TraceSource {
       case LineReader::Result::kEnd:
         return LocatedError(file_only, "", "the file is empty: a trace needs at least one request");
       case LineReader::Result::kTooLong:
-        return LocatedError(SourceLocation{lines_->display_name(), static_cast<int>(lines_->line_number()), 0, ""},
-                            "", fmt::format("line is longer than {} MiB; is this a trace file?",
-                                            LineReader::kMaxLineBytes >> 20));
+        return LocatedError(
+            SourceLocation{lines_->display_name(), static_cast<int>(lines_->line_number()), 0, ""}, "",
+            fmt::format("line is longer than {} MiB; is this a trace file?", LineReader::kMaxLineBytes >> 20));
       case LineReader::Result::kIoError:
         return LocatedError(file_only, "", "read error");
       case LineReader::Result::kLine:
@@ -218,8 +218,7 @@ class TraceReader final : public TraceSource {
             row.time_column, parser_->time_field(),
             fmt::format("{} is earlier than the previous row's {} (line {}); trace rows must be in arrival "
                         "order (fleetplan never re-sorts them: sort the file first)",
-                        parser_->FormatTime(row.raw_time_ns), parser_->FormatTime(previous_raw_),
-                        previous_line_)));
+                        parser_->FormatTime(row.raw_time_ns), parser_->FormatTime(previous_raw_), previous_line_)));
       }
       if (rows_ == 0) base_raw_ = parser_->absolute_clock() ? row.raw_time_ns : 0;
       ++rows_;
@@ -229,7 +228,13 @@ class TraceReader final : public TraceSource {
         ++dropped_;
         continue;
       }
-      Place(row.raw_time_ns - base_raw_, &request);
+      int64_t since_base = 0;
+      if (__builtin_sub_overflow(row.raw_time_ns, base_raw_, &since_base)) {
+        return Fail(ctx.Error(row.time_column, parser_->time_field(),
+                              fmt::format("{} is out of range: more than 292 years after the trace's first row",
+                                          parser_->FormatTime(row.raw_time_ns))));
+      }
+      Place(since_base, &request);
       if (options_.until && request.arrival >= SimTime::Zero() + *options_.until) {
         done_ = true;
         return false;
@@ -243,9 +248,8 @@ class TraceReader final : public TraceSource {
   // Sets the arrival (time-scaled by speed) and moves deadline/cancel with it, keeping
   // their offsets from the arrival: replaying faster does not make a client more patient.
   void Place(int64_t arrival_ns, Request* r) const {
-    const int64_t scaled = options_.speed == 1.0
-                               ? arrival_ns
-                               : std::llround(static_cast<double>(arrival_ns) / options_.speed);
+    const int64_t scaled =
+        options_.speed == 1.0 ? arrival_ns : std::llround(static_cast<double>(arrival_ns) / options_.speed);
     const SimTime original = SimTime::FromNanos(arrival_ns);
     r->arrival = SimTime::FromNanos(scaled);
     if (r->deadline) r->deadline = r->arrival + (*r->deadline - original);
@@ -257,9 +261,8 @@ class TraceReader final : public TraceSource {
     const SourceLocation file_only{lines_->display_name(), 0, 0, ""};
     if (rows_ == 0) return LocatedError(file_only, "", "the trace has no requests");
     if (emitted_ == 0 && dropped_ > 0 && !options_.until) {
-      return LocatedError(file_only, "",
-                          fmt::format("every row was left out by --drop-failed ({} rows): nothing to replay",
-                                      dropped_));
+      return LocatedError(
+          file_only, "", fmt::format("every row was left out by --drop-failed ({} rows): nothing to replay", dropped_));
     }
     return false;
   }
@@ -303,7 +306,9 @@ const std::vector<std::string>& TraceFormatNames() {
   return names;
 }
 
-std::string_view TraceFormatName(TraceFormat format) { return TraceFormatNames()[static_cast<size_t>(format)]; }
+std::string_view TraceFormatName(TraceFormat format) {
+  return TraceFormatNames()[static_cast<size_t>(format)];
+}
 
 Expected<TraceFormat> ParseTraceFormat(std::string_view name) {
   const auto& names = TraceFormatNames();
@@ -334,8 +339,10 @@ Expected<TraceFormat> DetectTraceFormat(std::string_view display_name, std::stri
   if (looks_json) {
     FlatJsonLine json;
     if (!json.Parse(first_line)) {
-      return LocatedError(file_only, "", fmt::format("cannot tell the trace format: the first line is not valid "
-                                                     "JSON ({}); {}", json.error(), ask));
+      return LocatedError(file_only, "",
+                          fmt::format("cannot tell the trace format: the first line is not valid "
+                                      "JSON ({}); {}",
+                                      json.error(), ask));
     }
     std::vector<std::string> keys;
     bool fleetplan = false;

@@ -103,7 +103,7 @@ TEST(ClusterShortForm, ErrorsSayWhatWasExpected) {
   EXPECT_FALSE(IsClusterShortForm("cluster.yaml"));
   EXPECT_FALSE(IsClusterShortForm("8xh100"));
   EXPECT_EQ(ParseClusterShortForm("2x0xh100-sxm-80g", Cat()).status().message(),
-            "short form '2x0xh100-sxm-80g': expected GPUs per node between 1 and 1024, got 0");
+            "short form '2x0xh100-sxm-80g': expected GPUs per node between 1 and 1024, got '0'");
   EXPECT_EQ(ParseClusterShortForm("2x8xh100-sxm", Cat()).status().message(),
             "short form '2x8xh100-sxm': " + UnknownNameMessage("gpu", "h100-sxm", GpuNames()));
   EXPECT_EQ(LoadCluster("missing.yaml", Cat(), "--cluster").status().message(),
