@@ -43,6 +43,27 @@ GraphCounters& GraphCounters::operator+=(const GraphCounters& o) {
   return *this;
 }
 
+EngineStats& EngineStats::operator+=(const EngineStats& o) {
+  steps += o.steps;
+  prefill_tokens += o.prefill_tokens;
+  decode_tokens += o.decode_tokens;
+  preemptions += o.preemptions;
+  rejections += o.rejections;
+  cancellations += o.cancellations;
+  timeouts += o.timeouts;
+  completed += o.completed;
+  kv_peak_blocks += o.kv_peak_blocks;
+  kv_block_seconds += o.kv_block_seconds;
+  busy += o.busy;
+  max_decode_gap = std::max(max_decode_gap, o.max_decode_gap);
+  steps_over_time_cap += o.steps_over_time_cap;
+  extrapolated_steps += o.extrapolated_steps;
+  kv_cached_block_seconds += o.kv_cached_block_seconds;
+  cuda_graphs += o.cuda_graphs;
+  prefix_cache += o.prefix_cache;
+  return *this;
+}
+
 Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled) const {
   Json j;
   j["steps"] = steps;

@@ -147,23 +147,7 @@ Json EngineJson(const Simulation& sim, Duration span, bool cuda_graphs) {
     r["replica"] = i;
     replicas.push_back(std::move(r));
     blocks += e.pool().total();
-    total.steps += st.steps;
-    total.prefill_tokens += st.prefill_tokens;
-    total.decode_tokens += st.decode_tokens;
-    total.preemptions += st.preemptions;
-    total.rejections += st.rejections;
-    total.cancellations += st.cancellations;
-    total.timeouts += st.timeouts;
-    total.completed += st.completed;
-    total.kv_peak_blocks += st.kv_peak_blocks;
-    total.kv_block_seconds += st.kv_block_seconds;
-    total.busy += st.busy;
-    total.max_decode_gap = std::max(total.max_decode_gap, st.max_decode_gap);
-    total.steps_over_time_cap += st.steps_over_time_cap;
-    total.extrapolated_steps += st.extrapolated_steps;
-    total.kv_cached_block_seconds += st.kv_cached_block_seconds;
-    total.prefix_cache += st.prefix_cache;
-    total.cuda_graphs += st.cuda_graphs;
+    total += st;
   }
   Json j = total.ToJson(blocks, span * sim.replica_count(), cuda_graphs);
   j.erase("kv_peak_utilization");  // a sum of per-replica peaks is not a fleet peak

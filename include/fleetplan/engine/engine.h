@@ -232,6 +232,10 @@ struct EngineStats {
   // of the pool holding published blocks) to the engine figures.
   // `cuda_graphs` (GraphCounters::ToJson) is always present, `enabled` false when off.
   Json ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled) const;
+  // Fleet totals: counts and integrals add, max_decode_gap takes the maximum; the sum of
+  // kv_peak_blocks is not a fleet peak (callers must not report it as one). Per-class
+  // counters are left alone (read them per replica: Engine::prefix_cache_for_class).
+  EngineStats& operator+=(const EngineStats& o);
 };
 
 // A read-only view of one live request (tests and tools). The span is valid until the
