@@ -237,12 +237,71 @@ void Engine::Submit(const Request& r, SimTime now) {
   waiting_.push_back(NewSlot(r, now));
 }
 
+bool Engine::BeginImport(const Request& r, SimTime now) {
+  FP_ASSERT(r.output_tokens >= 1 && r.prompt_tokens() >= 1 && !index_.contains(r.id));
+  const int64_t tokens = config_.admission == AdmissionMode::kReserve ? r.prompt_tokens() + r.output_tokens
+                                                                       : r.prompt_tokens();
+  const int64_t need = BlocksForTokens(tokens, config_.block_tokens);
+  if (need > pool_.free_count()) return false;
+  const int32_t slot = NewSlot(r, now);
+  Live& l = slots_[static_cast<size_t>(slot)];
+  const bool allocated = pool_.Allocate(need, l.blocks);
+  FP_ASSERT(allocated);
+  if (config_.prefix_cache.enabled) SyncPoolCounters();
+  // The prompt's KV is what arrives: only the answer is left to compute here.
+  outstanding_tokens_ -= r.prompt_tokens();
+  l.num_computed = r.prompt_tokens();
+  l.importing = true;
+  ++importing_;
+  return true;
+}
+
+void Engine::FinishImport(RequestId id, SimTime now) {
+  const auto it = index_.find(id);
+  FP_ASSERT(it != index_.end());
+  const int32_t slot = it->second;
+  Live& l = slots_[static_cast<size_t>(slot)];
+  FP_ASSERT(l.importing);
+  l.importing = false;
+  --importing_;
+  if (config_.prefix_cache.enabled) EnsureHashes(l);  // the imported full blocks publish after the next step
+  l.generated = 1;
+  l.first_token = now;
+  l.last_token = now;
+  if (observer_ != nullptr) observer_->OnFirstToken(replica_, id, now);
+  if (l.req.output_tokens == 1) {
+    End(slot, RequestStatus::kOk, now);
+    return;
+  }
+  ++l.num_tokens;
+  l.enqueued_step = step_index_;
+  InsertRunning(slot);
+}
+
+void Engine::AbortImport(RequestId id) {
+  const auto it = index_.find(id);
+  FP_ASSERT(it != index_.end());
+  const int32_t slot = it->second;
+  Live& l = slots_[static_cast<size_t>(slot)];
+  FP_ASSERT(l.importing);
+  --importing_;
+  pool_.Release(l.blocks);  // never sealed, so never published
+  outstanding_tokens_ -= l.remaining_work();
+  FreeSlot(slot);
+}
+
 void Engine::Cancel(RequestId id, SimTime now) {
   auto it = index_.find(id);
   if (it == index_.end()) return;  // already finished or rejected
   const int32_t slot = it->second;
   Live& l = slots_[static_cast<size_t>(slot)];
   if (l.cancelled) return;
+  if (l.importing) {
+    l.importing = false;
+    --importing_;
+    End(slot, RequestStatus::kCancelled, now);
+    return;
+  }
   auto w = std::find(waiting_.begin(), waiting_.end(), slot);
   if (w != waiting_.end()) {
     waiting_.erase(w);
@@ -571,10 +630,10 @@ Status Engine::CheckInvariants() const {
   // Sharing: each block's refcount is the number of live requests holding it.
   FP_RETURN_IF_ERROR(CheckSharing());
   if (live != static_cast<int64_t>(index_.size())) return InternalError("request index out of sync");
-  if (live != waiting_count() + running_count() &&
+  if (live != waiting_count() + running_count() + importing_ &&
       !(in_flight_)) {  // cancelled in-flight requests are in neither queue until the step ends
-    return InternalError(fmt::format("{} live requests but {} waiting + {} running", live, waiting_count(),
-                                     running_count()));
+    return InternalError(fmt::format("{} live requests but {} waiting + {} running + {} importing", live,
+                                     waiting_count(), running_count(), importing_));
   }
   if (work != outstanding_tokens_) {
     return InternalError(fmt::format("outstanding tokens {} but recount gives {}", outstanding_tokens_, work));

@@ -25,6 +25,7 @@ struct Engine::Live {
   bool cancelled = false;
   bool in_use = false;
   bool running = false;        // member of running_ (kept so membership is O(1))
+  bool importing = false;      // between BeginImport and FinishImport: KV still moving
 
   // Prefix cache. `hashes` are the chained identities of the full blocks this request
   // can ever compute, under `scope` (valid while scope_epoch matches the engine's, or

@@ -11,6 +11,7 @@
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/rng.h"
 #include "fleetplan/core/scenario_schema.h"
 #include "fleetplan/memory/fit_request.h"
 
@@ -22,6 +23,7 @@ namespace keys = scenario_keys;
 const std::vector<std::string> kAdmissionModes = {"optimistic", "reserve"};
 const std::vector<std::string> kPreemptionModes = {"recompute"};
 const std::vector<std::string> kEvictionPolicies = {"lru"};
+const std::vector<std::string> kTransferFailureModes = {"recompute", "reject"};
 
 // A node that is either absent/null or a mapping with known keys.
 Status CheckOptionalMap(const YamlNode& node, const std::vector<std::string>& allowed) {
@@ -170,22 +172,144 @@ Status ReadHardware(const YamlNode& node, Scenario& s) {
   return Status::Ok();
 }
 
-Status ReadDeployment(const YamlNode& node, Scenario& s) {
-  if (node["pools"].present()) {
-    return node["pools"].Error("prefill/decode pools are not simulated yet; describe one pool with "
-                               "replicas, tp and pp");
+// The role of the pool whose layout is the scenario's headline `fit`: the first mixed or
+// decode pool, else the only one (empty without pools). Tolerant: ReadPools reports
+// malformed pools with their locations.
+std::string PrimaryPoolRole(const YamlNode& deployment) {
+  const YamlNode pools = deployment["pools"];
+  if (!pools.present() || !pools.IsSequence()) return "";
+  auto items = pools.Items();
+  if (!items.ok()) return "";
+  for (const YamlNode& item : *items) {
+    auto role = item["role"].StringOr("");
+    if (role.ok() && (*role == "mixed" || *role == "decode")) return *role;
   }
-  FP_ASSIGN_OR_RETURN(s.replicas, node["replicas"].IntOr(1));
-  if (s.replicas < 1) return node["replicas"].Error(fmt::format("expected an integer >= 1, got {}", s.replicas));
-  const int64_t need = s.replicas * s.fit.memory.layout.gpus();
+  return "";
+}
+
+Status ReadPools(const YamlNode& deployment, const YamlDocument& doc, Scenario& s) {
+  const YamlNode pools = deployment["pools"];
+  if (deployment["replicas"].present()) {
+    return deployment["replicas"].Error("with deployment.pools, give `replicas` in each pool");
+  }
+  FP_ASSIGN_OR_RETURN(std::vector<YamlNode> items, pools.Items());
+  if (items.empty()) return pools.Error("expected at least one pool");
+  int64_t serving = 0;
+  for (const YamlNode& item : items) {
+    FP_RETURN_IF_ERROR(item.CheckKeys(keys::kPool));
+    FP_ASSIGN_OR_RETURN(std::string name, item["role"].AsString());
+    const auto& names = PoolRoleNames();
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) return item["role"].Error(UnknownNameMessage("pool role", name, names));
+    PoolSpec pool;
+    pool.role = static_cast<PoolRole>(it - names.begin());
+    for (const PoolSpec& other : s.pools) {
+      if (other.role == pool.role) return item["role"].Error(fmt::format("a second '{}' pool; give each role once", name));
+    }
+    // The fit reader resolves this pool's layout (deployment-level values are defaults).
+    FP_ASSIGN_OR_RETURN(FitSpec spec, ReadFitScenario(doc, name, ValueOrigin::Flag("--pool")));
+    const Expected<ResolvedFit> fit = ResolveFitSpec(spec, Catalog::Builtin());
+    if (!fit.ok()) return fit.status();
+    pool.fit = fit->request;
+    FP_ASSIGN_OR_RETURN(pool.replicas, item["replicas"].IntOr(1));
+    if (pool.replicas < 1) return item["replicas"].Error(fmt::format("expected an integer >= 1, got {}", pool.replicas));
+    if (pool.role != PoolRole::kPrefill) ++serving;
+    s.pools.push_back(std::move(pool));
+  }
+  if (serving == 0) return pools.Error("expected a `mixed` or `decode` pool: a prefill pool cannot answer alone");
+  s.replicas = 0;
+  for (const PoolSpec& p : s.pools) s.replicas += p.replicas;
+  return Status::Ok();
+}
+
+bool HasPrefillPool(const Scenario& s) {
+  return std::any_of(s.pools.begin(), s.pools.end(), [](const PoolSpec& p) { return p.role == PoolRole::kPrefill; });
+}
+
+Status ReadDisaggregation(const YamlNode& node, Scenario& s) {
+  if (!HasPrefillPool(s)) {
+    if (node.present()) return node.Error("needs a `prefill` pool in deployment.pools");
+    return Status::Ok();
+  }
+  FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kDisaggregation));
+  DisaggregationConfig& d = s.disaggregation;
+  FP_ASSIGN_OR_RETURN(d.colocate_below_tokens, node["colocate_below_tokens"].IntOr(0));
+  if (d.colocate_below_tokens < 0) {
+    return node["colocate_below_tokens"].Error(
+        fmt::format("expected an integer >= 0, got {}", d.colocate_below_tokens));
+  }
+  const std::string fallback = s.inter_node_link.name;
+  FP_ASSIGN_OR_RETURN(std::string link, node["link"].StringOr(fallback));
+  auto spec = Catalog::Builtin().Link(link);
+  if (!spec.ok()) return node["link"].Error(spec.status().message());
+  s.transfer_link = *spec;
+  if (!node["link"].present()) {
+    s.derived.push_back(fmt::format("deployment.disaggregation.link: {} (hardware.inter_node_link; not given)", link));
+  }
+  FP_ASSIGN_OR_RETURN(d.setup, node["setup"].DurationOr(s.transfer_link.latency));
+  if (!node["setup"].present()) {
+    s.derived.push_back(fmt::format("deployment.disaggregation.setup: {:.3f} ms (the link's latency; not given)",
+                                    d.setup.millis()));
+  }
+  FP_ASSIGN_OR_RETURN(d.timeout, node["timeout"].DurationOr(d.timeout));
+  if (d.timeout <= Duration()) return node["timeout"].Error("expected a duration > 0");
+  FP_ASSIGN_OR_RETURN(int64_t retries, node["retries"].IntOr(d.retries));
+  if (retries < 0 || retries > 100) {
+    return node["retries"].Error(fmt::format("expected an integer in [0, 100], got {}", retries));
+  }
+  d.retries = static_cast<int32_t>(retries);
+  FP_ASSIGN_OR_RETURN(std::string on_failure, ReadChoice(node["on_failure"], "recompute", "failure handling",
+                                                         kTransferFailureModes));
+  d.reject_on_failure = on_failure == "reject";
+  return Status::Ok();
+}
+
+Status ReadFaults(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  FP_RETURN_IF_ERROR(node.CheckKeys(keys::kFaults));
+  const YamlNode transfer = node["kv_transfer"];
+  if (!transfer.present()) return Status::Ok();
+  if (!HasPrefillPool(s)) return transfer.Error("KV transfer faults need a `prefill` pool in deployment.pools");
+  FP_RETURN_IF_ERROR(transfer.CheckKeys(keys::kTransferFaults));
+  TransferFaults& f = s.disaggregation.faults;
+  FP_ASSIGN_OR_RETURN(f.delay, transfer["delay"].DurationOr(Duration()));
+  // A stated delay applies to every transfer unless a probability says otherwise.
+  const double default_delay_probability = transfer["delay"].present() ? 1.0 : 0.0;
+  if (transfer["delay_probability"].present()) {
+    FP_ASSIGN_OR_RETURN(f.delay_probability, transfer["delay_probability"].AsDoubleInRange(0.0, 1.0));
+  } else {
+    f.delay_probability = default_delay_probability;
+  }
+  if (transfer["failure_probability"].present()) {
+    FP_ASSIGN_OR_RETURN(f.failure_probability, transfer["failure_probability"].AsDoubleInRange(0.0, 1.0));
+  }
+  f.seed = SplitMix64(s.seed ^ Fnv1a64("faults.kv_transfer"));
+  return Status::Ok();
+}
+
+Status ReadDeployment(const YamlNode& node, const YamlDocument& doc, Scenario& s) {
+  if (node["pools"].present()) {
+    FP_RETURN_IF_ERROR(ReadPools(node, doc, s));
+  } else {
+    FP_ASSIGN_OR_RETURN(s.replicas, node["replicas"].IntOr(1));
+    if (s.replicas < 1) return node["replicas"].Error(fmt::format("expected an integer >= 1, got {}", s.replicas));
+    s.pools.push_back(PoolSpec{PoolRole::kMixed, s.fit, s.replicas});
+  }
+  int64_t need = 0;
+  for (const PoolSpec& p : s.pools) need += p.replicas * p.fit.memory.layout.gpus();
   const int64_t have = s.nodes * s.gpus_per_node;
   if (need > have) {
-    return node["replicas"].Error(fmt::format(
+    const YamlNode at = node["pools"].present() ? node["pools"] : node["replicas"];
+    if (s.pools.size() > 1) {
+      return at.Error(fmt::format("the pools need {} GPUs; hardware has {} ({} nodes x {})", need, have, s.nodes,
+                                  s.gpus_per_node));
+    }
+    return at.Error(fmt::format(
         "{} replicas of tp {} x pp {} need {} GPUs; hardware has {} ({} nodes x {}); at most {} replicas fit",
         s.replicas, s.fit.memory.layout.tp, s.fit.memory.layout.pp, need, have, s.nodes, s.gpus_per_node,
         have / s.fit.memory.layout.gpus()));
   }
-  return Status::Ok();
+  return ReadDisaggregation(node["disaggregation"], s);
 }
 
 Expected<InvalidationEventSpec> ReadEvent(const YamlNode& node) {
@@ -318,7 +442,8 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   s.digest = std::move(digest);
   const YamlNode root = doc->root();
   // Model, hardware.gpu, deployment layout, memory knobs; checks the root's keys too.
-  FP_ASSIGN_OR_RETURN(FitSpec fit_spec, ReadFitScenario(*doc, "", ValueOrigin::Flag("--pool")));
+  FP_ASSIGN_OR_RETURN(FitSpec fit_spec,
+                      ReadFitScenario(*doc, PrimaryPoolRole(root["deployment"]), ValueOrigin::Flag("--pool")));
   // The fit reader also serves `fleetplan fit`, whose messages for absent inputs name its
   // flags; a scenario names its keys instead.
   FP_RETURN_IF_ERROR(root["model"].RequirePresent());
@@ -329,9 +454,9 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
     // With model and GPU present, the only input left to miss is the context.
     return root["model"].Error("the model states no max_context: set model.max_context");
   }
-  FP_ASSIGN_OR_RETURN(ResolvedFit resolved, std::move(fit));
-  s.fit = resolved.request;
-  for (auto& d : resolved.derived) s.derived.push_back(std::move(d));
+  if (!fit.ok()) return fit.status();
+  s.fit = fit->request;
+  for (const auto& d : fit->derived) s.derived.push_back(d);
 
   FP_ASSIGN_OR_RETURN(s.name, root["name"].StringOr("scenario"));
   if (s.name.empty()) return root["name"].Error("expected a non-empty name");
@@ -341,7 +466,8 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   s.seed = static_cast<uint64_t>(seed);
 
   FP_RETURN_IF_ERROR(ReadHardware(root["hardware"], s));
-  FP_RETURN_IF_ERROR(ReadDeployment(root["deployment"], s));
+  FP_RETURN_IF_ERROR(ReadDeployment(root["deployment"], *doc, s));
+  FP_RETURN_IF_ERROR(ReadFaults(root["faults"], s));
   FP_RETURN_IF_ERROR(ReadEngine(root["engine"], s));
   FP_RETURN_IF_ERROR(ReadRouter(root["router"], s));
   FP_ASSIGN_OR_RETURN(s.workload, ParseWorkloadSpec(root["workload"]));

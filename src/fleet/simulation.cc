@@ -11,6 +11,7 @@ class Simulation::Forwarder final : public EngineObserver {
  public:
   explicit Forwarder(Simulation* sim) : sim_(sim) {}
   void OnRequestDone(const RequestOutcome& o) override {
+    if (sim_->InPrefillStage(o.replica, o.id) && sim_->OnPrefillEnded(o)) return;
     ++sim_->requests_done_;
     if (sim_->source_ != nullptr && o.finish) sim_->source_->OnRequestFinished(o.id, *o.finish);
     if (sim_->sink_ != nullptr) sim_->sink_->OnRequestDone(o);
@@ -20,6 +21,8 @@ class Simulation::Forwarder final : public EngineObserver {
     if (sim_->sink_ != nullptr) sim_->sink_->OnStep(s);
   }
   void OnFirstToken(int32_t replica, RequestId id, SimTime t) override {
+    // A prefill replica's token reaches the client with the KV, from the serving replica.
+    if (sim_->InPrefillStage(replica, id)) return;
     const auto it = sim_->routes_.find(id);
     if (it != sim_->routes_.end()) {
       auto& awaiting = sim_->awaiting_first_token_[static_cast<size_t>(replica)];
@@ -43,10 +46,36 @@ Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup
                         Engine::Create(static_cast<int32_t>(i), r.engine, r.cost.get(), sim->forwarder_.get()));
     sim->engines_.push_back(std::move(engine));
   }
-  RouterContext context;
-  context.prefill_cost_per_token = setup.replicas[0].cost->PrefillCostPerToken();
-  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router, context));
   const size_t n = setup.replicas.size();
+  for (size_t i = 0; i < n; ++i) {
+    (setup.replicas[i].role == PoolRole::kPrefill ? sim->prefill_ : sim->serving_).push_back(static_cast<int32_t>(i));
+  }
+  if (sim->serving_.empty()) return InvalidInput("the fleet has no mixed or decode replica to serve requests");
+  RouterContext context;
+  context.prefill_cost_per_token = setup.replicas[static_cast<size_t>(sim->serving_[0])].cost->PrefillCostPerToken();
+  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router, context));
+  if (!sim->prefill_.empty()) {
+    RouterContext prefill_context;
+    prefill_context.prefill_cost_per_token =
+        setup.replicas[static_cast<size_t>(sim->prefill_[0])].cost->PrefillCostPerToken();
+    FP_ASSIGN_OR_RETURN(sim->prefill_router_, MakeRouter(setup.router, prefill_context));
+    FP_ASSIGN_OR_RETURN(sim->colocate_router_, MakeRouter(setup.router, context));
+    for (size_t i = 0; i < n; ++i) sim->all_.push_back(static_cast<int32_t>(i));
+    sim->admission_queue_.assign(n, {});
+    sim->transfer_queue_.assign(n, {});
+    sim->reserved_blocks_.assign(n, 0);
+    sim->reserved_requests_.assign(n, 0);
+    sim->links_.resize(n);
+    sim->link_owner_.assign(n, {});
+    sim->link_event_at_.assign(n, std::nullopt);
+    for (int32_t p : sim->prefill_) {
+      const ReplicaSetup& r = setup.replicas[static_cast<size_t>(p)];
+      if (r.link_bytes_per_second < 1 || r.kv_bytes_per_token < 1) {
+        return InvalidInput(fmt::format("prefill replica {} has no KV transfer link or KV size", p));
+      }
+      sim->links_[static_cast<size_t>(p)].emplace(setup.disaggregation.setup, r.link_bytes_per_second);
+    }
+  }
   sim->telemetry_.assign(n, ReplicaTelemetry{});
   sim->sent_requests_.assign(n, 0);
   sim->sent_tokens_.assign(n, 0);
@@ -101,10 +130,11 @@ void Simulation::RefreshTelemetry(SimTime now) {
   }
 }
 
-std::vector<ReplicaView> Simulation::BuildView() const {
-  std::vector<ReplicaView> view(engines_.size());
-  for (size_t i = 0; i < engines_.size(); ++i) {
-    view[i] = ReplicaView{telemetry_[i], sent_requests_[i], sent_tokens_[i]};
+std::vector<ReplicaView> Simulation::BuildView(const std::vector<int32_t>& replicas) const {
+  std::vector<ReplicaView> view(replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const auto r = static_cast<size_t>(replicas[i]);
+    view[i] = ReplicaView{telemetry_[r], sent_requests_[r], sent_tokens_[r]};
   }
   return view;
 }
@@ -115,14 +145,28 @@ bool Simulation::BelievesAdapterResident(size_t i, AdapterId a) const {
   return std::binary_search(adapter_snapshot_[i].begin(), adapter_snapshot_[i].end(), a) || has(adapter_sent_[i]);
 }
 
-void Simulation::FillRequestView(const Request& r, std::vector<ReplicaView>& view) {
+void Simulation::FillRequestView(const Request& r, const std::vector<int32_t>& replicas,
+                                 std::vector<ReplicaView>& view) {
   for (size_t i = 0; i < view.size(); ++i) {
+    const int32_t replica = replicas[i];
     if (tracks_prefixes_) {
-      view[i].matched_prefix_tokens = prefix_view_ ? prefix_view_->MatchedTokens(static_cast<int32_t>(i), hashes_)
-                                                   : engines_[i]->PeekCachedPrefixTokens(r);
+      view[i].matched_prefix_tokens = prefix_view_ ? prefix_view_->MatchedTokens(replica, hashes_)
+                                                   : engines_[static_cast<size_t>(replica)]->PeekCachedPrefixTokens(r);
     }
-    if (r.adapter != kNoAdapter && !adapters_.empty()) view[i].adapter_resident = BelievesAdapterResident(i, r.adapter);
+    if (r.adapter != kNoAdapter && !adapters_.empty()) {
+      view[i].adapter_resident = BelievesAdapterResident(static_cast<size_t>(replica), r.adapter);
+    }
   }
+}
+
+RouteDecision Simulation::RouteAmong(Router& router, const std::vector<int32_t>& replicas, const Request& r) {
+  std::vector<ReplicaView> view = BuildView(replicas);
+  FillRequestView(r, replicas, view);
+  RouteDecision d = router.Route(r, view);
+  FP_ASSERT(d.replica >= 0 && static_cast<size_t>(d.replica) < replicas.size());
+  d.matched_prefix_tokens = view[static_cast<size_t>(d.replica)].matched_prefix_tokens;
+  d.replica = replicas[static_cast<size_t>(d.replica)];
+  return d;
 }
 
 void Simulation::OnArrival(SimTime now) {
@@ -130,20 +174,16 @@ void Simulation::OnArrival(SimTime now) {
   pending_arrival_.reset();
   if (setup_.router.telemetry_delay == Duration()) RefreshTelemetry(now);
   if (prefix_view_) prefix_view_->Hash(r, &hashes_);
-  RouteDecision d;
-  if (engines_.size() > 1) {
-    std::vector<ReplicaView> view = BuildView();
-    FillRequestView(r, view);
-    d = router_->Route(r, view);
-    FP_ASSERT(d.replica >= 0 && d.replica < replica_count());
-    d.matched_prefix_tokens = view[static_cast<size_t>(d.replica)].matched_prefix_tokens;
+  if (!prefill_.empty()) {
+    RouteWithPools(r, now);
+    return;
   }
+  RouteDecision d;
+  if (engines_.size() > 1) d = RouteAmong(*router_, serving_, r);
   AfterRoute(r, d, now);
 }
 
-// Books the decision (router memory, figures, route info) and submits the request now,
-// or when its adapter has loaded.
-void Simulation::AfterRoute(const Request& r, const RouteDecision& d, SimTime now) {
+SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime now, std::string_view stage) {
   const auto t = static_cast<size_t>(d.replica);
   ++sent_requests_[t];
   sent_tokens_[t] += r.prompt_tokens() + r.output_tokens;
@@ -168,6 +208,15 @@ void Simulation::AfterRoute(const Request& r, const RouteDecision& d, SimTime no
   }
   routes_[r.id] = info;
   awaiting_first_token_[t].insert({info.arrival_ns, r.id});
+  if (fleet_observer_ != nullptr) {
+    fleet_observer_->OnRoute({now, r.id, d.replica, stage, d.matched_prefix_tokens, info.queue_age});
+  }
+  return ready;
+}
+
+// Books the decision and submits the request now, or when its adapter has loaded.
+void Simulation::AfterRoute(const Request& r, const RouteDecision& d, SimTime now) {
+  const SimTime ready = BookRoute(r, d, now);
   if (ready > now) {
     delayed_.emplace(r.id, std::make_pair(d.replica, r));
     queue_.Push(ready, EventKind::kAdapterReady, d.replica, r.id);
@@ -176,8 +225,8 @@ void Simulation::AfterRoute(const Request& r, const RouteDecision& d, SimTime no
   SubmitTo(d.replica, r, now);
 }
 
-void Simulation::SubmitTo(int32_t replica, const Request& r, SimTime now) {
-  if (r.cancel_at) queue_.Push(std::max(*r.cancel_at, now), EventKind::kCancel, replica, r.id);
+void Simulation::SubmitTo(int32_t replica, const Request& r, SimTime now, bool schedule_cancel) {
+  if (r.cancel_at && schedule_cancel) queue_.Push(std::max(*r.cancel_at, now), EventKind::kCancel, replica, r.id);
   Engine& e = *engines_[static_cast<size_t>(replica)];
   e.Submit(r, now);
   ReplicaFigures& f = figures_[static_cast<size_t>(replica)];
@@ -192,6 +241,37 @@ void Simulation::OnEnded(const RequestOutcome& o) {
   awaiting_first_token_[t].erase({it->second.arrival_ns, o.id});
   if (it->second.adapter != kNoAdapter) adapters_[t].Release(it->second.adapter);
   routes_.erase(it);
+}
+
+void Simulation::Cancel(const Event& e) {
+  const auto h = handoffs_.find(e.request);
+  if (h != handoffs_.end()) {
+    CancelHandoff(h->second, now_);
+    return;
+  }
+  int32_t replica = e.replica;
+  if (replica < 0) {  // scheduled at a handoff that has since reached its serving replica
+    const auto it = routes_.find(e.request);
+    if (it == routes_.end()) return;  // already ended
+    replica = it->second.replica;
+  }
+  engines_[static_cast<size_t>(replica)]->Cancel(e.request, now_);
+  MaybeStart(replica, now_);
+}
+
+void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now,
+                            std::string reason) {
+  RequestOutcome o;
+  o.id = r.id;
+  o.class_id = r.class_id;
+  o.tenant = r.tenant;
+  o.replica = replica;
+  o.status = status;
+  o.arrival = r.arrival;
+  o.finish = now;
+  o.input_tokens = r.prompt_tokens();
+  o.reason = std::move(reason);
+  forwarder_->OnRequestDone(o);
 }
 
 const RouteInfo* Simulation::route_of(RequestId id) const {
@@ -222,6 +302,10 @@ Json Simulation::ReplicaReportJson(Duration span) {
             f.routed > 0 ? static_cast<double>(f.matched_prefix_tokens) / static_cast<double>(f.routed) : 0.0},
            {"mean_queued_work_ms", MeanMs(f.queued_work, f.routed)},
            {"mean_recompute_ms", MeanMs(f.recompute, f.routed)}};
+    if (!prefill_.empty()) {
+      j["role"] = std::string(PoolRoleName(role(static_cast<int32_t>(i))));
+      j["prompts_handed_off"] = f.handed_off;
+    }
     if (!adapters_.empty()) {
       adapters_[i].Advance(now_);
       j["adapters"] = adapters_[i].stats().ToJson(span, adapters_[i].resident_count());
@@ -238,7 +322,7 @@ void Simulation::MaybeStart(int32_t replica, SimTime now) {
 }
 
 bool Simulation::Drained() const {
-  if (pending_arrival_ || !delayed_.empty() || source_ == nullptr || !source_->exhausted()) return false;
+  if (pending_arrival_ || !delayed_.empty() || !handoffs_.empty() || source_ == nullptr || !source_->exhausted()) return false;
   for (const auto& engine : engines_) {
     if (engine->HasWork() || engine->step_in_flight()) return false;
   }
@@ -271,6 +355,11 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
         engine.FinishStep(now_);
         ReplicaFigures& f = figures_[static_cast<size_t>(e.replica)];
         f.max_queue_depth = std::max(f.max_queue_depth, engine.waiting_count());
+        if (!prefill_.empty() && role(e.replica) != PoolRole::kPrefill) {
+          // Blocks may have been freed: prefilled requests import, waiting ones admit.
+          TryStartTransfers(e.replica, now_);
+          DrainAdmission(e.replica, now_);
+        }
         MaybeStart(e.replica, now_);
         break;
       }
@@ -281,8 +370,7 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
         break;
       }
       case EventKind::kCancel:
-        engines_[static_cast<size_t>(e.replica)]->Cancel(e.request, now_);
-        MaybeStart(e.replica, now_);
+        Cancel(e);
         break;
       case EventKind::kTelemetry:
         RefreshTelemetry(now_);
@@ -296,14 +384,37 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
           engine->Invalidate(setup_.invalidations[static_cast<size_t>(e.request)].invalidation);
         }
         break;
+      case EventKind::kTransferProgress:
+        if (link_event_at_[static_cast<size_t>(e.replica)] == now_) link_event_at_[static_cast<size_t>(e.replica)].reset();
+        AdvanceLink(e.replica, now_);
+        ScheduleLink(e.replica);
+        break;
+      case EventKind::kTransferStart:
+        OnTransferStart(e.request, e.replica, now_);
+        break;
+      case EventKind::kTransferTimeout:
+        OnTransferTimeout(e.request, e.replica, now_);
+        break;
+      case EventKind::kHandoffDeadline:
+        OnHandoffDeadline(e.request, now_);
+        break;
     }
     FP_RETURN_IF_ERROR(PullArrival(source));
     if (progress && (++handled % kProgressEvents) == 0) progress(now_, requests_done_);
   }
   source_ = nullptr;
+  if (!handoffs_.empty()) {
+    return InternalError(fmt::format("{} disaggregated requests still in the fleet after the event queue drained",
+                                     handoffs_.size()));
+  }
   for (const auto& engine : engines_) {
     if (engine->HasWork() || engine->step_in_flight()) {
       return InternalError(fmt::format("replica {} still has work after the event queue drained", engine->replica()));
+    }
+    if (engine->live_requests() != 0 || engine->pool().total_refs() != 0) {
+      return InternalError(fmt::format("replica {} holds {} requests and {} block references after every request "
+                                       "ended",
+                                       engine->replica(), engine->live_requests(), engine->pool().total_refs()));
     }
   }
   return Status::Ok();

@@ -43,6 +43,7 @@ Expected<std::unique_ptr<TimelineWriter>> TimelineWriter::Open(const std::string
   if (!w->out_) return InvalidInput(fmt::format("cannot write '{}'", path));
   w->out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   w->step_index_.assign(static_cast<size_t>(replicas), 0);
+  w->Emit(R"({"ph":"M","name":"process_name","pid":0,"args":{"name":"router"}})");
   for (int32_t r = 0; r < replicas; ++r) {
     w->Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"replica {}"}}}})", r + 1, r));
     w->Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":1,"args":{{"name":"steps"}}}})", r + 1));
@@ -109,6 +110,38 @@ void TimelineWriter::OnRequestDone(const RequestOutcome& o) {
     Emit(fmt::format(R"({{"ph":"e","cat":"request","name":"decode","id":{},"pid":{},"ts":{}}})", o.id, pid,
                      Micros(end.ns())));
   }
+}
+
+void TimelineWriter::LabelReplica(int32_t replica, std::string_view role) {
+  if (closed_) return;
+  Emit(fmt::format(R"({{"ph":"M","name":"process_labels","pid":{},"args":{{"labels":{}}}}})", replica + 1,
+                   JsonString(role)));
+  Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":2,"args":{{"name":"kv transfers"}}}})",
+                   replica + 1));
+}
+
+void TimelineWriter::OnRoute(const RouteEvent& e) {
+  if (closed_ || !KeepRequest(e.id)) return;
+  Emit(fmt::format(
+      R"({{"ph":"i","s":"p","name":"route","pid":0,"tid":1,"ts":{},"args":{{"id":{},"replica":{},"stage":{},"matched_prefix_tokens":{},"queue_age_us":{}}}}})",
+      Micros(e.at.ns()), e.id, e.replica, JsonString(e.stage), e.matched_prefix_tokens, Micros(e.queue_age.ns())));
+}
+
+void TimelineWriter::OnTransfer(const TransferEvent& t) {
+  if (closed_ || !KeepRequest(t.id)) return;
+  // One flow id per attempt: request id x 128 + attempt (attempts are at most 101).
+  const int64_t flow = t.id * 128 + t.attempt;
+  const std::string args = fmt::format(R"({{"id":{},"attempt":{},"from":{},"to":{},"bytes":{},"outcome":{}}})", t.id,
+                                       t.attempt, t.from, t.to, t.bytes, JsonString(t.outcome));
+  for (const int32_t replica : {t.from, t.to}) {
+    Emit(fmt::format(R"({{"ph":"X","name":"kv {}","pid":{},"tid":2,"ts":{},"dur":{},"args":{}}})",
+                     replica == t.from ? "send" : "receive", replica + 1, Micros(t.start.ns()),
+                     Micros((t.end - t.start).ns()), args));
+  }
+  Emit(fmt::format(R"({{"ph":"s","cat":"kv","name":"kv transfer","id":{},"pid":{},"tid":2,"ts":{}}})", flow,
+                   t.from + 1, Micros(t.start.ns())));
+  Emit(fmt::format(R"({{"ph":"f","bp":"e","cat":"kv","name":"kv transfer","id":{},"pid":{},"tid":2,"ts":{}}})",
+                   flow, t.to + 1, Micros(t.end.ns())));
 }
 
 Status TimelineWriter::Close() {

@@ -191,7 +191,7 @@ TEST(FitVerb, ScenarioWithMisspelledKeyIsLocated) {
   EXPECT_EQ(r.err, s.path() +
                        ":7:3: deployment: unknown field 'gpu_memory_utilisation'; did you mean "
                        "'gpu_memory_utilization'? (valid: replicas, tp, pp, ep, "
-                       "gpu_memory_utilization, pools)\n"
+                       "gpu_memory_utilization, pools, disaggregation)\n"
                        "    7 |   gpu_memory_utilisation: 0.9\n"
                        "      |   ^\n");
 }

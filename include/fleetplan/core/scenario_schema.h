@@ -15,11 +15,19 @@ namespace fleetplan::scenario_keys {
 inline constexpr int64_t kVersion = 1;
 
 inline const std::vector<std::string> kRoot = {"version", "name",     "seed",     "model", "hardware", "deployment",
-                                               "engine",  "router",   "workload", "slo",   "output"};
+                                               "engine",  "router",   "workload", "slo",   "output",   "faults"};
 inline const std::vector<std::string> kModel = {"name", "spec", "weight_dtype", "kv_dtype", "kv_window", "max_context"};
 inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_node", "intra_node_link",
                                                    "inter_node_link"};
-inline const std::vector<std::string> kDeployment = {"replicas", "tp", "pp", "ep", "gpu_memory_utilization", "pools"};
+inline const std::vector<std::string> kDeployment = {"replicas", "tp",    "pp",
+                                                     "ep",       "gpu_memory_utilization", "pools",
+                                                     "disaggregation"};
+// deployment.disaggregation: prefill/decode hand-off (fleet/pools.h).
+inline const std::vector<std::string> kDisaggregation = {"colocate_below_tokens", "link", "setup", "timeout",
+                                                         "retries", "on_failure"};
+// faults: injected failures (fleet/pools.h).
+inline const std::vector<std::string> kFaults = {"kv_transfer"};
+inline const std::vector<std::string> kTransferFaults = {"delay", "delay_probability", "failure_probability"};
 inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "ep", "gpu_memory_utilization"};
 inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",
                                                  "step_model", "host_overhead", "cuda_graphs", "adapters"};

@@ -279,6 +279,26 @@ class Engine {
   // child_id not live; output_tokens >= 1.
   bool Fork(RequestId parent, RequestId child_id, int64_t output_tokens, SimTime now);
 
+  // Disaggregated serving (fleet/simulation.h): a request whose prompt was computed on
+  // another replica and whose KV moves here.
+  //   BeginImport  allocates the destination blocks for its prompt (all of prompt +
+  //                output with `reserve` admission) at `now` and holds them while the KV
+  //                moves; the request is neither waiting nor running. Returns false,
+  //                changing nothing, when those blocks are not free: an import never
+  //                preempts and never evicts a referenced block.
+  //   FinishImport the KV arrived: the request runs with its prompt computed and its
+  //                first token (sampled by the prefill replica, delivered with the KV)
+  //                counted at `now`; it decodes from the next step. A one-token answer
+  //                ends at once.
+  //   AbortImport  the transfer failed or was abandoned: the destination blocks go back
+  //                to the pool unpublished (their content is discarded) and the request
+  //                is forgotten here without an outcome; the caller decides what follows.
+  // REQUIRES: BeginImport: r not live here; Finish/AbortImport: id is importing.
+  bool BeginImport(const Request& r, SimTime now);
+  void FinishImport(RequestId id, SimTime now);
+  void AbortImport(RequestId id);
+  int64_t importing_count() const { return importing_; }
+
   bool step_in_flight() const { return in_flight_; }
   bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
   // Plans a step at `now`; returns its end time, or nullopt when there is nothing to run.
@@ -385,6 +405,7 @@ class Engine {
   std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;
   int64_t outstanding_tokens_ = 0;
+  int64_t importing_ = 0;  // live requests between BeginImport and Finish/AbortImport
   EngineStats stats_;
 
   // Prefix cache state.

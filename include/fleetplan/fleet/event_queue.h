@@ -23,6 +23,11 @@ enum class EventKind : int32_t {
   kTelemetry = 3,      // the router's view of replica state refreshes
   kInvalidate = 4,     // prefix-cache invalidation number `request` of the fleet setup
   kAdapterReady = 5,   // `request`'s adapter is loaded on `replica`: submit it there
+  // Prefill/decode pools (`replica` carries the transfer attempt where noted):
+  kTransferProgress = 6,  // the link of prefill replica `replica` may have changed
+  kTransferStart = 7,     // a delayed transfer of `request` starts moving (attempt)
+  kTransferTimeout = 8,   // `request`'s transfer attempt is abandoned if not done (attempt)
+  kHandoffDeadline = 9,   // `request`'s deadline, while it waits in a fleet queue
 };
 
 struct Event {

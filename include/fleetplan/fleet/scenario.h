@@ -21,6 +21,7 @@
 #include "fleetplan/core/yaml.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
+#include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/memory/fit.h"
@@ -53,6 +54,13 @@ struct InvalidationEventSpec {
 };
 
 
+// One entry of deployment.pools, resolved: its role, its layout's fit and its size.
+struct PoolSpec {
+  PoolRole role = PoolRole::kMixed;
+  FitRequest fit;
+  int64_t replicas = 1;
+};
+
 struct Scenario {
   // Provenance.
   std::string display_name;  // the file as the user named it, or "<built-in atlas>"
@@ -61,9 +69,17 @@ struct Scenario {
   std::string name;
   uint64_t seed = 0;
 
-  // Model, GPU, layout, dtypes and memory knobs, resolved against the catalog.
+  // Model, GPU, layout, dtypes and memory knobs, resolved against the catalog. With
+  // deployment.pools: the first serving (mixed or decode) pool's, and `replicas` counts
+  // every pool's replicas.
   FitRequest fit;
   int64_t replicas = 1;
+  // Every pool in the file's order; without deployment.pools one mixed pool of
+  // `replicas` x `fit`.
+  std::vector<PoolSpec> pools;
+  // deployment.disaggregation and faults.kv_transfer (read only with a prefill pool).
+  DisaggregationConfig disaggregation;
+  LinkSpec transfer_link;
   int64_t nodes = 1;
   int64_t gpus_per_node = 8;
   LinkSpec intra_node_link;

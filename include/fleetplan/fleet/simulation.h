@@ -10,6 +10,20 @@
 //   cancel_at -> replica.Cancel
 //   invalidation (workload.events) -> every replica's Invalidate
 //
+// With a prefill pool (fleet/pools.h), a request below the colocation threshold goes to
+// the replica the router picks among all of them and runs there whole. Any other is
+// disaggregated: the router picks its serving replica among the mixed and decode ones,
+// and the request goes through stages the fleet keeps in a Handoff until the serving
+// replica owns it:
+//   admission queue (per serving replica, FIFO: until a decode slot is predicted)
+//     -> prefill replica (a copy of the request with a one-token answer)
+//     -> transfer queue (per serving replica, FIFO: until BeginImport gets its blocks)
+//     -> transfer (prefill replica's KvTransferLink; faults, timeout, retry)
+//     -> FinishImport on the serving replica (or recompute there / reject)
+// A decode slot is predicted when the serving replica's free blocks, less those
+// reserved for requests already past admission, cover the request's prompt, and its
+// running + importing + reserved requests stay under max_running.
+//
 // Per request, while it lives, the fleet keeps its RouteInfo (for requests.jsonl) and
 // its adapter pin; per replica, ReplicaFigures (report.json `replicas`).
 // Completed, rejected, cancelled and timed-out requests reach `sink` (an
@@ -19,11 +33,13 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -32,6 +48,8 @@
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
 #include "fleetplan/fleet/event_queue.h"
+#include "fleetplan/fleet/kv_transfer.h"
+#include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/prefix_view.h"
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/perf/step_cost.h"
@@ -42,6 +60,9 @@ namespace fleetplan {
 struct ReplicaSetup {
   EngineConfig engine;
   std::shared_ptr<const StepCostModel> cost;
+  PoolRole role = PoolRole::kMixed;
+  int64_t kv_bytes_per_token = 0;    // the whole replica's (all ranks); prefill: what moves
+  int64_t link_bytes_per_second = 0; // prefill: the replica's KV transfer link
 };
 
 // A prefix-cache invalidation (engine.h) applied to every replica at `at`.
@@ -58,6 +79,7 @@ struct FleetSetup {
   // last request has ended is dropped: it cannot change anything, and it must not
   // stretch the simulated span.
   std::vector<TimedInvalidation> invalidations;
+  DisaggregationConfig disaggregation;  // read only when a replica has the prefill role
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
@@ -75,6 +97,7 @@ struct RouteInfo {
 // Per-replica figures of a run (report.json `replicas`).
 struct ReplicaFigures {
   int64_t routed = 0;
+  int64_t handed_off = 0;        // prefill pool: prompts computed here whose KV moved on
   int64_t max_queue_depth = 0;   // most waiting requests seen (after each submit and step)
   int64_t matched_prefix_tokens = 0;  // summed over decisions
   Duration queued_work;          // cache-aware components, summed over decisions
@@ -83,6 +106,33 @@ struct ReplicaFigures {
   // request for the whole run (the one per-request figure the fleet keeps past a
   // request's end).
   std::vector<int64_t> ttft_ns;
+};
+
+// What the fleet itself decides, for timelines (timeline.h).
+struct RouteEvent {
+  SimTime at;
+  RequestId id = 0;
+  int32_t replica = 0;
+  std::string_view stage;  // "serve" (whole request), "decode" (disaggregated: its
+                           // serving replica) or "prefill" (its prefill replica)
+  int64_t matched_prefix_tokens = 0;
+  Duration queue_age;
+};
+struct TransferEvent {
+  RequestId id = 0;
+  int32_t attempt = 1;
+  int32_t from = 0;  // prefill replica
+  int32_t to = 0;    // serving replica
+  SimTime start;     // destination blocks allocated (a delay fault waits inside)
+  SimTime end;
+  int64_t bytes = 0;
+  std::string_view outcome;  // "completed", "failed", "timeout", "cancelled"
+};
+class FleetObserver {
+ public:
+  virtual ~FleetObserver() = default;
+  virtual void OnRoute(const RouteEvent& e) = 0;
+  virtual void OnTransfer(const TransferEvent& e) = 0;
 };
 
 // Called every `kProgressEvents` events: simulated time now, requests ended so far.
@@ -96,6 +146,8 @@ class Simulation {
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
 
+  // REQUIRES: observer outlives the simulation (may be null).
+  void SetFleetObserver(FleetObserver* observer) { fleet_observer_ = observer; }
   // Runs until the source is exhausted and every replica is idle.
   Status Run(RequestSource& source, const ProgressFn& progress = {});
 
@@ -110,6 +162,11 @@ class Simulation {
   // The routing of `id`. Valid for a live request, including inside
   // EngineObserver::OnRequestDone for that request; nullptr otherwise.
   const RouteInfo* route_of(RequestId id) const;
+  // Null without a prefill pool.
+  const StageFigures* stages() const { return prefill_.empty() ? nullptr : &stages_; }
+  // report.json `disaggregation` (null JSON without a prefill pool).
+  Json StageReportJson(Duration span) const;
+  PoolRole role(int32_t replica) const { return setup_.replicas[static_cast<size_t>(replica)].role; }
   const ReplicaFigures& figures(int32_t replica) const { return figures_[static_cast<size_t>(replica)]; }
   // Null when adapters are off.
   const AdapterResidency* adapters(int32_t replica) const {
@@ -128,23 +185,81 @@ class Simulation {
 
   Status PullArrival(RequestSource& source);
   void OnArrival(SimTime now);
-  // Fills the router's per-request beliefs (prefix, adapter) into `view`.
+  // Fills the router's per-request beliefs (prefix, adapter) into `view`, one entry per
+  // replica of `replicas`.
   bool BelievesAdapterResident(size_t replica, AdapterId adapter) const;
-  void FillRequestView(const Request& r, std::vector<ReplicaView>& view);
+  void FillRequestView(const Request& r, const std::vector<int32_t>& replicas, std::vector<ReplicaView>& view);
+  // Asks `router` to choose among `replicas`; the decision names the replica itself.
+  RouteDecision RouteAmong(Router& router, const std::vector<int32_t>& replicas, const Request& r);
+  // Books the decision (router memory, figures, route info); returns when the request
+  // may start there (later when its adapter must load).
+  SimTime BookRoute(const Request& r, const RouteDecision& d, SimTime now, std::string_view stage = "serve");
   void AfterRoute(const Request& r, const RouteDecision& d, SimTime now);
-  void SubmitTo(int32_t replica, const Request& r, SimTime now);
+  void SubmitTo(int32_t replica, const Request& r, SimTime now, bool schedule_cancel = true);
+  // Ends a request the fleet holds (not in any engine) with `status`.
+  void EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason);
+  void Cancel(const Event& e);
+
+  // Pools (simulation_pools.cc).
+  enum class Stage : int { kAdmission, kPrefill, kTransferQueue, kTransfer };
+  struct Handoff {
+    Request request;
+    int32_t serving = 0;
+    int32_t prefill = -1;
+    Stage stage = Stage::kAdmission;
+    SimTime since;                // entered the current stage
+    int64_t reserved_blocks = 0;  // predicted decode slot, until BeginImport
+    int32_t attempts = 0;         // transfer attempts started
+    int64_t transfer_id = -1;     // on the prefill replica's link while moving
+    bool fails = false;           // this attempt fails when it would complete (fault)
+  };
+  void RouteWithPools(const Request& r, SimTime now);
+  bool WantsDisaggregation(const Request& r, int64_t matched_prefix_tokens) const;
+  // True for a disaggregated request's prompt-only copy running on `replica`.
+  bool InPrefillStage(int32_t replica, RequestId id) const;
+  int64_t ImportBlocks(int32_t serving, const Request& r) const;
+  bool DecodeSlotPredicted(int32_t serving, int64_t blocks) const;
+  void StartHandoff(const Request& r, int32_t serving, SimTime now);
+  void AdmitToPrefill(Handoff& h, SimTime now);
+  void DrainAdmission(int32_t serving, SimTime now);
+  // Prefill-role replicas: consumes the outcome of a handoff's prefill; false when the
+  // outcome must reach the sink (the prefill failed: rejected, cancelled, timed out).
+  bool OnPrefillEnded(const RequestOutcome& o);
+  void TryStartTransfers(int32_t serving, SimTime now);
+  void StartTransfer(Handoff& h, SimTime now);
+  void BeginMoving(Handoff& h, SimTime now);
+  void AdvanceLink(int32_t prefill, SimTime now);
+  void ScheduleLink(int32_t prefill);
+  void OnTransferArrived(RequestId id, SimTime now);
+  void OnTransferTimeout(RequestId id, int32_t attempt, SimTime now);
+  void OnTransferStart(RequestId id, int32_t attempt, SimTime now);
+  void OnHandoffDeadline(RequestId id, SimTime now);
+  // Abandons the attempt in flight: link share and destination blocks released.
+  void StopTransfer(Handoff& h, SimTime now);
+  void ReportTransfer(const Handoff& h, SimTime now, std::string_view outcome) const;
+  void AfterFailedAttempt(RequestId id, SimTime now);
+  void CancelHandoff(Handoff& h, SimTime now);
+  void ReleaseReservation(Handoff& h);
+  // Deterministic uniform [0, 1) draw for a request's attempt (faults).
+  double FaultDraw(RequestId id, int32_t attempt, uint64_t salt) const;
   void OnEnded(const RequestOutcome& o);
   void MaybeStart(int32_t replica, SimTime now);
   void RefreshTelemetry(SimTime now);
-  std::vector<ReplicaView> BuildView() const;
+  std::vector<ReplicaView> BuildView(const std::vector<int32_t>& replicas) const;
   // True when nothing can happen any more but pending invalidations.
   bool Drained() const;
 
   FleetSetup setup_;
   EngineObserver* sink_;
+  FleetObserver* fleet_observer_ = nullptr;
   std::unique_ptr<Forwarder> forwarder_;
   std::vector<std::unique_ptr<Engine>> engines_;
-  std::unique_ptr<Router> router_;
+  std::unique_ptr<Router> router_;          // among serving_
+  std::unique_ptr<Router> prefill_router_;  // among prefill_; null without a prefill pool
+  std::unique_ptr<Router> colocate_router_; // among all_; null without a prefill pool
+  std::vector<int32_t> all_;                // every replica, in index order
+  std::vector<int32_t> serving_;            // mixed and decode replicas, in index order
+  std::vector<int32_t> prefill_;            // prefill replicas, in index order
   EventQueue queue_;
   std::optional<Request> pending_arrival_;
   std::vector<ReplicaTelemetry> telemetry_;
@@ -165,6 +280,17 @@ class Simulation {
   SimTime now_;
   int64_t requests_done_ = 0;
   size_t pending_invalidations_ = 0;  // kInvalidate events in queue_
+
+  // Pools state (empty without a prefill pool).
+  std::map<RequestId, Handoff> handoffs_;                  // disaggregated requests not yet imported
+  std::vector<std::deque<RequestId>> admission_queue_;     // per serving replica
+  std::vector<std::deque<RequestId>> transfer_queue_;      // per serving replica
+  std::vector<int64_t> reserved_blocks_;                   // per serving replica
+  std::vector<int64_t> reserved_requests_;                 // per serving replica
+  std::vector<std::optional<KvTransferLink>> links_;       // per prefill replica
+  std::vector<std::map<int64_t, RequestId>> link_owner_;   // per prefill replica: transfer id -> request
+  std::vector<std::optional<SimTime>> link_event_at_;      // per prefill replica: pending kTransferProgress
+  StageFigures stages_;
 };
 
 }  // namespace fleetplan

@@ -5,7 +5,13 @@
 //   - one complete span ("X") per engine step on thread 1, batch composition in args;
 //   - counters ("C") per step: waiting and running requests, KV blocks in use;
 //   - request lifecycles as async spans ("b"/"e") in category "request": "queued+prefill"
-//     from arrival to first token, then "decode" to the end, args with the outcome.
+//     from arrival to first token, then "decode" to the end, args with the outcome;
+//   - with pools, the replica's role as a process label, and KV transfers on thread 2
+//     ("kv transfers"): a span on the sending and on the receiving replica, joined by a
+//     flow arrow ("s"/"f", category "kv"), args with bytes, attempt and outcome.
+// A "router" process (pid 0) holds one instant event per routing decision: the request,
+// the chosen replica, the stage it was chosen for, the matched prefix tokens and the
+// queue age at assignment.
 // Timestamps are microseconds with nanosecond precision (three decimals), written from
 // integer nanoseconds, so the file is byte-identical across runs.
 //
@@ -23,6 +29,7 @@
 
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/engine.h"
+#include "fleetplan/fleet/simulation.h"
 #include "fleetplan/workload/request.h"
 
 namespace fleetplan {
@@ -37,6 +44,10 @@ class TimelineWriter {
                                                         int64_t max_events = kDefaultMaxEvents);
   void OnStep(const StepRecord& step);
   void OnRequestDone(const RequestOutcome& outcome);
+  // Pools: labels replica `replica`'s process with its role (once, before any event).
+  void LabelReplica(int32_t replica, std::string_view role);
+  void OnRoute(const RouteEvent& route);
+  void OnTransfer(const TransferEvent& transfer);
   // Writes the metadata and closes the file. Idempotent.
   Status Close();
 
