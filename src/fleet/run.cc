@@ -334,6 +334,14 @@ std::string SummaryText(const Scenario& s, const Report& report, const Json& ful
   }
   out += ReplicaLines(full);
   out += StageLines(full);
+  if (full.contains("prefix_replication")) {
+    const Json& p = full["prefix_replication"];
+    out += fmt::format("prefix replication: {} prefixes, {} replicated, {} copies added, {} removed, at most {} "
+                       "replicas for one prefix\n",
+                       p["prefixes"].get<int64_t>(), p["replicated_prefixes"].get<int64_t>(),
+                       p["members_added"].get<int64_t>(), p["members_removed"].get<int64_t>(),
+                       p["max_members"].get<int64_t>());
+  }
   for (const auto& f : files) out += fmt::format("wrote {}\n", f);
   return out;
 }
@@ -385,6 +393,7 @@ Expected<RunResult> RunScenario(const Scenario& s, const RunOptions& opt) {
   setup.replicas = ReplicaSetups(s, pools);
   setup.router = s.router;
   setup.disaggregation = s.disaggregation;
+  setup.replication = s.replication;
   FP_ASSIGN_OR_RETURN(setup.invalidations, ResolveInvalidations(s.events, source->names()));
   setup.adapters = s.adapters;
   FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(setup, &sink));
@@ -414,6 +423,7 @@ Expected<RunResult> RunScenario(const Scenario& s, const RunOptions& opt) {
   j["engine"] = EngineJson(*sim, span, s.cuda_graphs.enabled());
   j["replicas"] = sim->ReplicaReportJson(span);
   if (sim->stages() != nullptr) j["disaggregation"] = sim->StageReportJson(span);
+  if (sim->placement() != nullptr) j["prefix_replication"] = sim->placement()->stats().ToJson();
   j["simulation"] = {{"events", sim->events()},
                      {"requests", sim->requests_done()},
                      {"first_arrival_s", sim->first_arrival().seconds()},

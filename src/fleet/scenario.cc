@@ -404,6 +404,44 @@ Status ReadAdapterAware(const YamlNode& node, Scenario& s) {
   return Status::Ok();
 }
 
+Status ReadReplication(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  FP_RETURN_IF_ERROR(node.CheckKeys(keys::kReplication));
+  const bool tracks_prefixes = s.router.policy == "cache-aware" || s.router.policy == "weighted";
+  if (!tracks_prefixes || !s.engine.prefix_cache.enabled) {
+    return node.Error("hot-prefix replication needs engine.prefix_cache.enabled and a router that reads prefixes "
+                      "(cache-aware or weighted)");
+  }
+  if (std::any_of(s.pools.begin(), s.pools.end(), [](const PoolSpec& p) { return p.role == PoolRole::kPrefill; })) {
+    return node.Error("hot-prefix replication is not simulated together with a prefill pool");
+  }
+  ReplicationConfig& c = s.replication;
+  c.enabled = true;
+  FP_ASSIGN_OR_RETURN(Rate rate, node["replica_rate"].AsRate());
+  c.replica_rate = rate.per_second;
+  if (!(c.replica_rate > 0)) return node["replica_rate"].Error("expected a rate > 0");
+  FP_ASSIGN_OR_RETURN(c.prefix_tokens, node["prefix_tokens"].IntOr(c.prefix_tokens));
+  if (c.prefix_tokens < s.engine.block_tokens) {
+    return node["prefix_tokens"].Error(fmt::format("expected at least one KV block ({} tokens), got {}",
+                                                   s.engine.block_tokens, c.prefix_tokens));
+  }
+  FP_ASSIGN_OR_RETURN(c.window, node["window"].DurationOr(c.window));
+  if (c.window <= Duration()) return node["window"].Error("expected a duration > 0");
+  FP_ASSIGN_OR_RETURN(c.min_hold, node["min_hold"].DurationOr(c.min_hold));
+  if (node["add_above"].present()) {
+    FP_ASSIGN_OR_RETURN(c.add_above, node["add_above"].AsDoubleInRange(0.0, 1e6));
+  }
+  if (node["remove_below"].present()) {
+    FP_ASSIGN_OR_RETURN(c.remove_below, node["remove_below"].AsDoubleInRange(0.0, 1e6));
+  }
+  if (c.remove_below > c.add_above) {
+    return node.Error(fmt::format("expected remove_below <= add_above (got {} > {}): a prefix would be added and "
+                                  "removed at the same demand",
+                                  c.remove_below, c.add_above));
+  }
+  return Status::Ok();
+}
+
 Status ReadRouter(const YamlNode& node, Scenario& s) {
   FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kRouter));
   RouterConfig& r = s.router;
@@ -422,7 +460,7 @@ Status ReadRouter(const YamlNode& node, Scenario& s) {
   if (r.policy == "adapter-aware") {
     FP_RETURN_IF_ERROR(ReadAdapterAware(node["adapter_aware"], s));
   }
-  return Status::Ok();
+  return ReadReplication(node["replication"], s);
 }
 
 Status ReadOutput(const YamlNode& node, Scenario& s) {

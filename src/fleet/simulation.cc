@@ -90,6 +90,16 @@ Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup
     sim->prefix_view_.emplace(static_cast<int32_t>(n), e.kv_blocks, e.block_tokens,
                               e.prefix_cache.share_across_tenants);
   }
+  if (setup.replication.enabled) {
+    if (!sim->tracks_prefixes_) {
+      return InvalidInput("hot-prefix replication needs the prefix cache and a router that reads prefixes");
+    }
+    if (!sim->prefix_view_) {
+      sim->hasher_.emplace(1, 0, e.block_tokens, e.prefix_cache.share_across_tenants);
+    }
+    const int64_t blocks = (setup.replication.prefix_tokens + e.block_tokens - 1) / e.block_tokens;
+    sim->placement_.emplace(setup.replication, blocks, e.block_tokens, static_cast<int32_t>(n));
+  }
   if (setup.adapters.enabled) sim->adapters_.assign(n, AdapterResidency(setup.adapters));
   sim->adapter_snapshot_.assign(n, {});
   sim->adapter_sent_.assign(n, {});
@@ -179,8 +189,24 @@ void Simulation::OnArrival(SimTime now) {
     return;
   }
   RouteDecision d;
-  if (engines_.size() > 1) d = RouteAmong(*router_, serving_, r);
+  if (placement_) {
+    d = RouteWithPlacement(r, now);
+  } else if (engines_.size() > 1) {
+    d = RouteAmong(*router_, serving_, r);
+  }
   AfterRoute(r, d, now);
+}
+
+RouteDecision Simulation::RouteWithPlacement(const Request& r, SimTime now) {
+  if (hasher_) hasher_->Hash(r, &hashes_);
+  const BlockHash* found = placement_->KeyOf(hashes_);
+  if (found == nullptr) return RouteAmong(*router_, serving_, r);
+  const BlockHash key = *found;
+  const std::vector<int32_t>& members = placement_->Arrive(key, now, BuildView(serving_));
+  if (!members.empty()) return RouteAmong(*router_, std::vector<int32_t>(members), r);
+  const RouteDecision d = RouteAmong(*router_, serving_, r);
+  placement_->Place(key, d.replica, now);
+  return d;
 }
 
 SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime now, std::string_view stage) {

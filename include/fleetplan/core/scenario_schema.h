@@ -42,7 +42,11 @@ inline const std::vector<std::string> kPrefixCacheScope = {"model_revision", "to
 // workload.events[i]: a prefix-cache invalidation at a time.
 inline const std::vector<std::string> kWorkloadEvent = {"at", "invalidate", "tenant", "adapter"};
 inline const std::vector<std::string> kRouter = {"policy",         "telemetry_delay", "precise",
-                                                 "outstanding_by", "weighted",        "adapter_aware"};
+                                                 "outstanding_by", "weighted",        "adapter_aware",
+                                                 "replication"};
+// router.replication: hot-prefix placement (fleet/prefix_placement.h).
+inline const std::vector<std::string> kReplication = {"replica_rate", "prefix_tokens", "window",
+                                                      "add_above",    "remove_below",  "min_hold"};
 // router.adapter_aware: the adapter-aware router's weights.
 inline const std::vector<std::string> kRouterAdapterAware = {"load", "affinity"};
 inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline"};

@@ -22,6 +22,7 @@
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
 #include "fleetplan/fleet/pools.h"
+#include "fleetplan/fleet/prefix_placement.h"
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/memory/fit.h"
@@ -94,6 +95,7 @@ struct Scenario {
   std::optional<YamlNode> step_model;
 
   RouterConfig router;
+  ReplicationConfig replication;  // router.replication (off when not given)
   AdapterConfig adapters;  // engine.adapters (off when not given)
   WorkloadSpec workload;
   SloSpec slo;

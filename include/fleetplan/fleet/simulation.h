@@ -50,6 +50,7 @@
 #include "fleetplan/fleet/event_queue.h"
 #include "fleetplan/fleet/kv_transfer.h"
 #include "fleetplan/fleet/pools.h"
+#include "fleetplan/fleet/prefix_placement.h"
 #include "fleetplan/fleet/prefix_view.h"
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/perf/step_cost.h"
@@ -80,6 +81,7 @@ struct FleetSetup {
   // stretch the simulated span.
   std::vector<TimedInvalidation> invalidations;
   DisaggregationConfig disaggregation;  // read only when a replica has the prefill role
+  ReplicationConfig replication;        // hot-prefix placement; needs prefix tracking
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
@@ -162,6 +164,8 @@ class Simulation {
   // The routing of `id`. Valid for a live request, including inside
   // EngineObserver::OnRequestDone for that request; nullptr otherwise.
   const RouteInfo* route_of(RequestId id) const;
+  // Null when router.replication is off.
+  const PrefixPlacement* placement() const { return placement_ ? &*placement_ : nullptr; }
   // Null without a prefill pool.
   const StageFigures* stages() const { return prefill_.empty() ? nullptr : &stages_; }
   // report.json `disaggregation` (null JSON without a prefill pool).
@@ -185,6 +189,8 @@ class Simulation {
 
   Status PullArrival(RequestSource& source);
   void OnArrival(SimTime now);
+  // Routes among the placement of the request's hot prefix (router.replication).
+  RouteDecision RouteWithPlacement(const Request& r, SimTime now);
   // Fills the router's per-request beliefs (prefix, adapter) into `view`, one entry per
   // replica of `replicas`.
   bool BelievesAdapterResident(size_t replica, AdapterId adapter) const;
@@ -267,6 +273,8 @@ class Simulation {
   std::vector<int64_t> sent_tokens_;
   bool tracks_prefixes_ = false;
   std::optional<PrefixView> prefix_view_;  // the router's record; unset when precise or unused
+  std::optional<PrefixView> hasher_;       // hashes prompts when precise replication needs them
+  std::optional<PrefixPlacement> placement_;  // router.replication
   std::vector<BlockHash> hashes_;          // scratch: the arriving request's block hashes
   std::vector<AdapterResidency> adapters_;  // per replica; empty when adapters are off
   std::vector<std::vector<AdapterId>> adapter_snapshot_;  // resident at the last refresh, sorted
