@@ -20,20 +20,25 @@ constexpr size_t kPieceBytes = 24;
 // Bytes before the pieces: parent hash and scope, 16 each.
 constexpr size_t kHeaderBytes = 32;
 
-// The bytes one identity is hashed from. Values are written little-endian whatever the
-// host, so identities are the same on every machine. Written by index with one bounds
-// check per value (no per-byte push_back, no value-initialising resize): building the
-// input was the costliest part of hashing a block (perf, docs/PERFORMANCE.md "Engine").
+// Writes `v` as 8 little-endian bytes at `p`, whatever the host, so identities are the
+// same on every machine.
+inline void StoreLe64(unsigned char* p, uint64_t v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, 8);
+  } else {
+    for (size_t i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+  }
+}
+
+// The bytes one identity is hashed from, for the general case (a block of several
+// pieces, a scope). Written by index with one bounds check per value (no per-byte
+// push_back, no value-initialising resize); growing is out of line because it is rare.
 class HashInput {
  public:
   void Clear() { used_ = 0; }
   void Put(uint64_t v) {
-    Reserve(8);
-    if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(bytes_.data() + used_, &v, 8);
-    } else {
-      for (size_t i = 0; i < 8; ++i) bytes_[used_ + i] = static_cast<unsigned char>(v >> (8 * i));
-    }
+    if (used_ + 8 > bytes_.size()) Grow(8);
+    StoreLe64(bytes_.data() + used_, v);
     used_ += 8;
   }
   void Put(const BlockHash& h) {
@@ -43,7 +48,7 @@ class HashInput {
   // Length-prefixed, so ("ab", "c") and ("a", "bc") differ.
   void Put(const std::string& text) {
     Put(static_cast<uint64_t>(text.size()));
-    Reserve(text.size());
+    if (used_ + text.size() > bytes_.size()) Grow(text.size());
     std::copy(text.begin(), text.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(used_));
     used_ += text.size();
   }
@@ -53,12 +58,29 @@ class HashInput {
   }
 
  private:
-  void Reserve(size_t more) {
-    if (used_ + more > bytes_.size()) bytes_.resize(std::max(2 * bytes_.size(), used_ + more));
-  }
+  [[gnu::noinline]] void Grow(size_t more) { bytes_.resize(std::max(2 * bytes_.size(), used_ + more)); }
   std::vector<unsigned char> bytes_ = std::vector<unsigned char>(kHeaderBytes + 4 * kPieceBytes);
   size_t used_ = 0;
 };
+
+// The identity of a block that lies inside one segment: the input is one piece, 56 bytes,
+// exactly what HashInput would hold for it. The length is a constant here, so with the
+// hash inlined (flatten) the compiler drops XXH3's dispatch on the length and keeps only
+// the 17-128-byte path: most blocks of a long prompt are of this kind (perf,
+// docs/PERFORMANCE.md "Engine").
+[[gnu::flatten]] BlockHash HashOnePieceBlock(const BlockHash& parent, const BlockHash& scope, uint64_t content,
+                                             uint64_t offset, uint64_t tokens) {
+  unsigned char bytes[kHeaderBytes + kPieceBytes];
+  StoreLe64(bytes, parent.hi);
+  StoreLe64(bytes + 8, parent.lo);
+  StoreLe64(bytes + 16, scope.hi);
+  StoreLe64(bytes + 24, scope.lo);
+  StoreLe64(bytes + 32, content);
+  StoreLe64(bytes + 40, offset);
+  StoreLe64(bytes + 48, tokens);
+  const XXH128_hash_t h = XXH3_128bits(bytes, sizeof bytes);
+  return BlockHash{h.high64, h.low64};
+}
 
 }  // namespace
 
@@ -82,20 +104,34 @@ void AppendBlockHashes(std::span<const PromptSegment> layout, int64_t block_toke
                        int64_t max_blocks, std::vector<BlockHash>* out) {
   FP_ASSERT(block_tokens >= 1);
   if (max_blocks <= 0) return;
+  int64_t layout_tokens = 0;
+  for (const PromptSegment& segment : layout) layout_tokens += segment.tokens;
+  // Room for every block up front (growing geometrically, should a caller append to one
+  // vector repeatedly).
+  const size_t needed = out->size() + static_cast<size_t>(std::min(max_blocks, layout_tokens / block_tokens));
+  if (needed > out->capacity()) out->reserve(std::max(needed, 2 * out->capacity()));
   HashInput in;
-  auto start_block = [&](const BlockHash& parent) {
-    in.Clear();
-    in.Put(parent);
-    in.Put(scope);
-  };
   BlockHash parent = kBlockHashRoot;
-  start_block(parent);
   int64_t filled = 0;  // tokens of the current block covered so far
   int64_t done = 0;    // blocks appended
   for (const PromptSegment& segment : layout) {
     FP_ASSERT(segment.tokens >= 1);
     int64_t offset = 0;
     while (offset < segment.tokens) {
+      if (filled == 0) {
+        // Whole blocks inside this segment: one piece each, the fixed-size input.
+        while (segment.tokens - offset >= block_tokens) {
+          parent = HashOnePieceBlock(parent, scope, segment.content, static_cast<uint64_t>(offset),
+                                     static_cast<uint64_t>(block_tokens));
+          out->push_back(parent);
+          if (++done == max_blocks) return;
+          offset += block_tokens;
+        }
+        if (offset == segment.tokens) break;
+        in.Clear();
+        in.Put(parent);
+        in.Put(scope);
+      }
       const int64_t take = std::min(segment.tokens - offset, block_tokens - filled);
       in.Put(segment.content);
       in.Put(static_cast<uint64_t>(offset));
@@ -106,7 +142,6 @@ void AppendBlockHashes(std::span<const PromptSegment> layout, int64_t block_toke
       parent = in.Digest();
       out->push_back(parent);
       if (++done == max_blocks) return;
-      start_block(parent);
       filled = 0;
     }
   }

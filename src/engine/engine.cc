@@ -237,23 +237,52 @@ void Engine::Submit(const Request& r, SimTime now) {
   waiting_.push_back(NewSlot(r, now));
 }
 
-bool Engine::BeginImport(const Request& r, SimTime now) {
+std::optional<int64_t> Engine::BeginImport(const Request& r, SimTime now) {
   FP_ASSERT(r.output_tokens >= 1 && r.prompt_tokens() >= 1 && !index_.contains(r.id));
   const int64_t tokens = config_.admission == AdmissionMode::kReserve ? r.prompt_tokens() + r.output_tokens
                                                                        : r.prompt_tokens();
-  const int64_t need = BlocksForTokens(tokens, config_.block_tokens);
-  if (need > pool_.free_count()) return false;
   const int32_t slot = NewSlot(r, now);
   Live& l = slots_[static_cast<size_t>(slot)];
+  const Match m = config_.prefix_cache.enabled ? Lookup(l) : Match{};
+  const int64_t need = BlocksForTokens(tokens, config_.block_tokens) - m.used_blocks;
+  if (need > (config_.prefix_cache.enabled ? FreeAfterAcquire(m) : pool_.free_count())) {
+    outstanding_tokens_ -= l.remaining_work();
+    FreeSlot(slot);
+    return std::nullopt;
+  }
+  if (config_.prefix_cache.enabled) TakeImportHits(l, m);
   const bool allocated = pool_.Allocate(need, l.blocks);
   FP_ASSERT(allocated);
   if (config_.prefix_cache.enabled) SyncPoolCounters();
-  // The prompt's KV is what arrives: only the answer is left to compute here.
-  outstanding_tokens_ -= r.prompt_tokens();
+  // The prompt's KV is here or arriving: only the answer is left to compute.
+  const int64_t moving = r.prompt_tokens() - l.num_computed;
+  outstanding_tokens_ -= moving;
   l.num_computed = r.prompt_tokens();
   l.importing = true;
   ++importing_;
-  return true;
+  return moving;
+}
+
+void Engine::TakeImportHits(Live& l, const Match& m) {
+  for (int64_t i = 0; i < m.used_blocks; ++i) {
+    const BlockId b = match_blocks_[static_cast<size_t>(i)];
+    pool_.Acquire(b);
+    l.blocks.push_back(b);
+  }
+  const int64_t block = config_.block_tokens;
+  l.sealed = m.used_blocks;
+  l.num_computed = m.used_blocks * block;
+  l.cached_tokens += l.num_computed;
+  outstanding_tokens_ -= l.num_computed;
+  // A lookup and its hits; nothing is saved from prefill here (the prefill replica
+  // computed the prompt): the hits are KV that does not have to move.
+  PrefixCacheCounters c;
+  c.lookups = 1;
+  c.lookup_tokens = l.num_tokens;
+  c.hit_blocks = m.hit_blocks;
+  c.hit_tokens = m.hit_blocks * block;
+  ClassCounters(l.req.class_id) += c;
+  stats_.prefix_cache += c;
 }
 
 void Engine::FinishImport(RequestId id, SimTime now) {

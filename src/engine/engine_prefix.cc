@@ -199,27 +199,32 @@ void Engine::TakeHits(int32_t slot, const Match& m) {
 // Sealing when a step completes
 
 void Engine::SealComputed(Live& l) {
-  const int64_t full = l.num_computed / config_.block_tokens;
-  if (full <= l.sealed) return;
-  if (l.publishable && l.scope_epoch != scope_epoch_) {
-    // An invalidation happened since the hashes were made: publish only if this
-    // request's scope survived it.
-    if (ScopeOf(l.req) == l.scope) {
-      l.scope_epoch = scope_epoch_;
-    } else {
-      l.publishable = false;
+  // Called for every chunk, decodes included, and most chunks fill no block: the test
+  // costs a multiplication (computing `full` first costs a division), and the work
+  // below is out of line so that this early return needs no stack frame.
+  if (l.num_computed < (l.sealed + 1) * config_.block_tokens) return;
+  [this, &l]() __attribute__((noinline)) {
+    const int64_t full = l.num_computed / config_.block_tokens;
+    if (l.publishable && l.scope_epoch != scope_epoch_) {
+      // An invalidation happened since the hashes were made: publish only if this
+      // request's scope survived it.
+      if (ScopeOf(l.req) == l.scope) {
+        l.scope_epoch = scope_epoch_;
+      } else {
+        l.publishable = false;
+      }
     }
-  }
-  if (l.publishable) {
-    FP_ASSERT(static_cast<size_t>(full) <= l.hashes.size());
-    const CacheTag tag{Namespace(l.req.tenant), l.req.adapter, l.req.class_id};
-    for (int64_t i = l.sealed; i < full; ++i) pool_.PrefetchIndex(l.hashes[static_cast<size_t>(i)]);
-    for (int64_t i = l.sealed; i < full; ++i) {
-      // A duplicate (another request published the same content first) stays private.
-      (void)pool_.Publish(l.blocks[static_cast<size_t>(i)], l.hashes[static_cast<size_t>(i)], tag);
+    if (l.publishable) {
+      FP_ASSERT(static_cast<size_t>(full) <= l.hashes.size());
+      const CacheTag tag{Namespace(l.req.tenant), l.req.adapter, l.req.class_id};
+      const auto first = static_cast<size_t>(l.sealed);
+      const auto count = static_cast<size_t>(full - l.sealed);
+      // One batch for the step's newly full blocks. A duplicate (another request
+      // published the same content first) stays private.
+      (void)pool_.PublishAll(std::span(l.blocks).subspan(first, count), std::span(l.hashes).subspan(first, count), tag);
     }
-  }
-  l.sealed = full;
+    l.sealed = full;
+  }();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -7,9 +7,7 @@
 namespace fleetplan {
 
 namespace {
-size_t Idx(BlockId b) { return static_cast<size_t>(b); }
-
-void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
+inline void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
   const auto c = static_cast<size_t>(class_id < 0 ? 0 : class_id);
   if (by_class.size() <= c) by_class.resize(c + 1, 0);
   ++by_class[c];
@@ -18,21 +16,16 @@ void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
 
 KvBlockPool::KvBlockPool(int64_t total_blocks) : index_(total_blocks) {
   FP_ASSERT(total_blocks >= 0 && total_blocks <= std::numeric_limits<int32_t>::max());
-  const auto n = static_cast<size_t>(total_blocks);
-  refcount_.assign(n, 0);
-  prev_.assign(n, kNoBlock);
-  next_.assign(n, kNoBlock);
-  published_.assign(n, 0);
-  hash_.assign(n, BlockHash{});
-  tag_.assign(n, CacheTag{});
+  state_.assign(static_cast<size_t>(total_blocks), BlockState{});
   for (BlockId b = 0; b < static_cast<BlockId>(total_blocks); ++b) PushTail(b);
 }
 
 void KvBlockPool::PushTail(BlockId b) {
-  prev_[Idx(b)] = tail_;
-  next_[Idx(b)] = kNoBlock;
+  BlockState& s = state_[Idx(b)];
+  s.prev = tail_;
+  s.next = kNoBlock;
   if (tail_ != kNoBlock) {
-    next_[Idx(tail_)] = b;
+    state_[Idx(tail_)].next = b;
   } else {
     head_ = b;
   }
@@ -41,10 +34,11 @@ void KvBlockPool::PushTail(BlockId b) {
 }
 
 void KvBlockPool::PushHead(BlockId b) {
-  next_[Idx(b)] = head_;
-  prev_[Idx(b)] = kNoBlock;
+  BlockState& s = state_[Idx(b)];
+  s.next = head_;
+  s.prev = kNoBlock;
   if (head_ != kNoBlock) {
-    prev_[Idx(head_)] = b;
+    state_[Idx(head_)].prev = b;
   } else {
     tail_ = b;
   }
@@ -53,109 +47,153 @@ void KvBlockPool::PushHead(BlockId b) {
 }
 
 void KvBlockPool::Unlink(BlockId b) {
-  const BlockId p = prev_[Idx(b)];
-  const BlockId n = next_[Idx(b)];
-  if (p != kNoBlock) {
-    next_[Idx(p)] = n;
+  BlockState& s = state_[Idx(b)];
+  if (s.prev != kNoBlock) {
+    state_[Idx(s.prev)].next = s.next;
   } else {
-    head_ = n;
+    head_ = s.next;
   }
-  if (n != kNoBlock) {
-    prev_[Idx(n)] = p;
+  if (s.next != kNoBlock) {
+    state_[Idx(s.next)].prev = s.prev;
   } else {
-    tail_ = p;
+    tail_ = s.prev;
   }
-  prev_[Idx(b)] = kNoBlock;
-  next_[Idx(b)] = kNoBlock;
+  s.prev = kNoBlock;
+  s.next = kNoBlock;
   --free_count_;
 }
 
-BlockId KvBlockPool::PopHead() {
+inline BlockId KvBlockPool::PopHead() {
   const BlockId b = head_;
-  Unlink(b);
+  BlockState& s = state_[Idx(b)];
+  head_ = s.next;
+  if (head_ != kNoBlock) {
+    state_[Idx(head_)].prev = kNoBlock;
+  } else {
+    tail_ = kNoBlock;
+  }
+  s.next = kNoBlock;
+  --free_count_;
   return b;
 }
 
-void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
-  const bool erased = index_.Erase(hash_[Idx(b)]);
-  FP_ASSERT(erased);
-  published_[Idx(b)] = 0;
-  if (refcount_[Idx(b)] == 0) --evictable_;
-  CountForClass(by_class, tag_[Idx(b)].class_id);
+inline void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
+  BlockState& s = state_[Idx(b)];
+  index_.EraseBlock(b);
+  if (s.refs == 0) --evictable_;
+  CountForClass(by_class, tags_[static_cast<size_t>(s.tag)].class_id);
+  s.tag = kUnpublished;
 }
 
 bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
   FP_ASSERT(n >= 0);
   if (n > free_count_) return false;
-  // The blocks to be taken are the first n of the free list; start loading the index
-  // slots of the cached ones among them before evicting any (see BlockIndex::Prefetch).
-  BlockId ahead = head_;
-  for (int64_t i = 0; i < n && ahead != kNoBlock; ++i, ahead = next_[Idx(ahead)]) {
-    if (published_[Idx(ahead)] != 0) index_.Prefetch(hash_[Idx(ahead)]);
+  if (n > 1) {
+    // The blocks to be taken are the first n of the free list; start loading the index
+    // slots of the cached ones among them before evicting any (see BlockIndex::Prefetch).
+    // A single block gains nothing: its slot would be read right after the hint.
+    BlockId ahead = head_;
+    for (int64_t i = 0; i < n; ++i, ahead = state_[Idx(ahead)].next) {
+      if (state_[Idx(ahead)].tag != kUnpublished) index_.PrefetchBlock(ahead);
+    }
   }
   for (int64_t i = 0; i < n; ++i) {
     const BlockId b = PopHead();
-    if (published_[Idx(b)] != 0) {
-      Unpublish(b, evictions_by_class_);
+    BlockState& s = state_[Idx(b)];
+    if (s.tag != kUnpublished) {  // cached: evicted by this reuse
+      index_.EraseBlock(b);
+      CountForClass(evictions_by_class_, tags_[static_cast<size_t>(s.tag)].class_id);
+      s.tag = kUnpublished;
       ++evictions_;
+      --evictable_;
     }
-    refcount_[Idx(b)] = 1;
-    ++refs_;
+    s.refs = 1;
     out.push_back(b);
   }
+  refs_ += n;
   return true;
 }
 
 void KvBlockPool::Release(std::span<const BlockId> blocks) {
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     const BlockId b = *it;
-    FP_ASSERT(b >= 0 && Idx(b) < refcount_.size() && refcount_[Idx(b)] > 0);
+    FP_ASSERT(b >= 0 && Idx(b) < state_.size() && state_[Idx(b)].refs > 0);
     --refs_;
-    if (--refcount_[Idx(b)] > 0) continue;
+    if (--state_[Idx(b)].refs > 0) continue;
     PushTail(b);
-    if (published_[Idx(b)] != 0) ++evictable_;
+    if (state_[Idx(b)].tag != kUnpublished) ++evictable_;
   }
 }
 
 void KvBlockPool::AddRef(BlockId block) {
-  FP_ASSERT(block >= 0 && Idx(block) < refcount_.size() && refcount_[Idx(block)] > 0);
-  ++refcount_[Idx(block)];
+  FP_ASSERT(block >= 0 && Idx(block) < state_.size() && state_[Idx(block)].refs > 0);
+  ++state_[Idx(block)].refs;
   ++refs_;
-}
-
-BlockId KvBlockPool::Find(const BlockHash& hash) const {
-  return index_.Find(hash);
 }
 
 void KvBlockPool::Acquire(BlockId block) {
-  FP_ASSERT(block >= 0 && Idx(block) < refcount_.size() && published_[Idx(block)] != 0);
-  if (refcount_[Idx(block)] == 0) {
+  FP_ASSERT(block >= 0 && Idx(block) < state_.size() && state_[Idx(block)].tag != kUnpublished);
+  if (state_[Idx(block)].refs == 0) {
     Unlink(block);
     --evictable_;
   }
-  ++refcount_[Idx(block)];
+  ++state_[Idx(block)].refs;
   ++refs_;
 }
 
-bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag) {
-  FP_ASSERT(block >= 0 && Idx(block) < refcount_.size());
-  FP_ASSERT(refcount_[Idx(block)] >= 1 && published_[Idx(block)] == 0);
+int32_t KvBlockPool::InternTag(const CacheTag& tag) {
+  if (last_tag_id_ != kUnpublished && tags_[static_cast<size_t>(last_tag_id_)] == tag) return last_tag_id_;
+  const auto [it, added] =
+      tag_ids_.try_emplace(std::make_tuple(tag.ns, tag.adapter, tag.class_id), static_cast<int32_t>(tags_.size()));
+  if (added) tags_.push_back(tag);
+  last_tag_id_ = it->second;
+  return last_tag_id_;
+}
+
+inline bool KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id) {
+  FP_ASSERT(block >= 0 && Idx(block) < state_.size());
+  BlockState& s = state_[Idx(block)];
+  FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
   if (!index_.Insert(hash, block)) return false;
-  published_[Idx(block)] = 1;
-  hash_[Idx(block)] = hash;
-  tag_[Idx(block)] = tag;
+  s.tag = tag_id;
   ++published_total_;
   return true;
 }
 
+bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag) {
+  return PublishInterned(block, hash, InternTag(tag));
+}
+
+int64_t KvBlockPool::PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
+                                const CacheTag& tag) {
+  FP_ASSERT(blocks.size() == hashes.size());
+  const int32_t tag_id = InternTag(tag);
+  for (const BlockHash& h : hashes) index_.Prefetch(h);
+  int64_t published = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const BlockId b = blocks[i];
+    FP_ASSERT(b >= 0 && Idx(b) < state_.size());
+    BlockState& s = state_[Idx(b)];
+    FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
+    if (!index_.Insert(hashes[i], b)) continue;
+    s.tag = tag_id;
+    ++published;
+  }
+  published_total_ += published;
+  return published;
+}
+
 int64_t KvBlockPool::Invalidate(const std::function<bool(const CacheTag&)>& matches) {
+  std::vector<char> tag_matches(tags_.size());
+  for (size_t t = 0; t < tags_.size(); ++t) tag_matches[t] = matches(tags_[t]) ? 1 : 0;
   int64_t removed = 0;
   for (BlockId b = 0; b < static_cast<BlockId>(total()); ++b) {
-    if (published_[Idx(b)] == 0 || !matches(tag_[Idx(b)])) continue;
+    const int32_t t = state_[Idx(b)].tag;
+    if (t == kUnpublished || tag_matches[static_cast<size_t>(t)] == 0) continue;
     Unpublish(b, invalidations_by_class_);
     ++invalidations_;
     ++removed;
-    if (refcount_[Idx(b)] == 0) {
+    if (state_[Idx(b)].refs == 0) {
       Unlink(b);
       PushHead(b);
     }
@@ -166,19 +204,19 @@ int64_t KvBlockPool::Invalidate(const std::function<bool(const CacheTag&)>& matc
 std::vector<BlockId> KvBlockPool::FreeListOrder() const {
   std::vector<BlockId> order;
   order.reserve(static_cast<size_t>(free_count_));
-  for (BlockId b = head_; b != kNoBlock; b = next_[Idx(b)]) order.push_back(b);
+  for (BlockId b = head_; b != kNoBlock; b = state_[Idx(b)].next) order.push_back(b);
   return order;
 }
 
 Status KvBlockPool::CheckFreeList(int64_t& listed) const {
   listed = 0;
   BlockId prev = kNoBlock;
-  for (BlockId b = head_; b != kNoBlock; b = next_[Idx(b)]) {
+  for (BlockId b = head_; b != kNoBlock; b = state_[Idx(b)].next) {
     if (listed > total()) return InternalError("free list has a cycle");
-    if (refcount_[Idx(b)] != 0) {
-      return InternalError(fmt::format("block {} on the free list has refcount {}", b, refcount_[Idx(b)]));
+    if (state_[Idx(b)].refs != 0) {
+      return InternalError(fmt::format("block {} on the free list has refcount {}", b, state_[Idx(b)].refs));
     }
-    if (prev_[Idx(b)] != prev) return InternalError(fmt::format("block {} has a broken prev link", b));
+    if (state_[Idx(b)].prev != prev) return InternalError(fmt::format("block {} has a broken prev link", b));
     prev = b;
     ++listed;
   }
@@ -190,10 +228,14 @@ Status KvBlockPool::CheckIndex() const {
   int64_t published = 0;
   int64_t evictable = 0;
   for (BlockId b = 0; b < static_cast<BlockId>(total()); ++b) {
-    if (published_[Idx(b)] == 0) continue;
+    const int32_t t = state_[Idx(b)].tag;
+    if (t == kUnpublished) continue;
+    if (t < 0 || static_cast<size_t>(t) >= tags_.size()) {
+      return InternalError(fmt::format("published block {} has tag id {} of {}", b, t, tags_.size()));
+    }
     ++published;
-    if (refcount_[Idx(b)] == 0) ++evictable;
-    if (Find(hash_[Idx(b)]) != b) {
+    if (state_[Idx(b)].refs == 0) ++evictable;
+    if (Find(hash(b)) != b) {
       return InternalError(fmt::format("published block {} is not what the index holds for its hash", b));
     }
   }
@@ -221,10 +263,11 @@ Status KvBlockPool::CheckIndex() const {
 Status KvBlockPool::CheckInvariants() const {
   int64_t zero_refs = 0;
   int64_t refs = 0;
-  for (size_t i = 0; i < refcount_.size(); ++i) {
-    if (refcount_[i] < 0) return InternalError(fmt::format("block {} has refcount {}", i, refcount_[i]));
-    if (refcount_[i] == 0) ++zero_refs;
-    refs += refcount_[i];
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const int32_t r = state_[i].refs;
+    if (r < 0) return InternalError(fmt::format("block {} has refcount {}", i, r));
+    if (r == 0) ++zero_refs;
+    refs += r;
   }
   if (refs != refs_) return InternalError(fmt::format("total_refs is {} but the refcounts sum to {}", refs_, refs));
   int64_t listed = 0;

@@ -83,7 +83,8 @@ class LeastOutstanding final : public ScoringRouter {
 // exact.
 class CacheAware final : public ScoringRouter {
  public:
-  explicit CacheAware(Duration per_token) : per_token_(per_token) {}
+  CacheAware(Duration per_token, Duration missing_per_token)
+      : per_token_(per_token), missing_per_token_(missing_per_token) {}
   std::string_view name() const override { return "cache-aware"; }
 
  protected:
@@ -96,12 +97,13 @@ class CacheAware final : public ScoringRouter {
     const int64_t missing = std::max<int64_t>(0, r.prompt_tokens() - v.matched_prefix_tokens);
     RouteDecision d;
     d.queued_work = per_token_ * v.outstanding_tokens();
-    d.recompute = per_token_ * missing;
+    d.recompute = missing_per_token_ * missing;
     return d;
   }
 
  private:
   Duration per_token_;
+  Duration missing_per_token_;
 };
 
 // The weighted router's scorers, each a replica -> [0, 1] map (1 = best).
@@ -218,7 +220,11 @@ Expected<std::unique_ptr<Router>> MakeRouter(const RouterConfig& config, const R
   const std::string& p = config.policy;
   if (p == "round-robin") return std::unique_ptr<Router>(new RoundRobin());
   if (p == "least-outstanding") return std::unique_ptr<Router>(new LeastOutstanding(config.outstanding_by));
-  if (p == "cache-aware") return std::unique_ptr<Router>(new CacheAware(context.prefill_cost_per_token));
+  if (p == "cache-aware") {
+    const Duration missing = context.missing_cost_per_token > Duration() ? context.missing_cost_per_token
+                                                                          : context.prefill_cost_per_token;
+    return std::unique_ptr<Router>(new CacheAware(context.prefill_cost_per_token, missing));
+  }
   if (p == "weighted") return std::unique_ptr<Router>(new Weighted(config.weights));
   if (p == "adapter-aware") return std::unique_ptr<Router>(new AdapterAware(config.adapter_aware));
   return InvalidInput(UnknownNameMessage("router policy", p, RouterNames()));

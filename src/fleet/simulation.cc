@@ -53,7 +53,18 @@ Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup
   if (sim->serving_.empty()) return InvalidInput("the fleet has no mixed or decode replica to serve requests");
   RouterContext context;
   context.prefill_cost_per_token = setup.replicas[static_cast<size_t>(sim->serving_[0])].cost->PrefillCostPerToken();
-  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router, context));
+  RouterContext serving_context = context;
+  if (!sim->prefill_.empty()) {
+    // The serving replica of a disaggregated request fetches what it lacks from the
+    // prefill replica rather than recomputing it.
+    const ReplicaSetup& p = setup.replicas[static_cast<size_t>(sim->prefill_[0])];
+    if (p.link_bytes_per_second > 0) {
+      serving_context.missing_cost_per_token = Duration::Nanos(std::max<int64_t>(
+          1, static_cast<int64_t>(static_cast<double>(p.kv_bytes_per_token) * 1e9 /
+                                  static_cast<double>(p.link_bytes_per_second))));
+    }
+  }
+  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router, serving_context));
   if (!sim->prefill_.empty()) {
     RouterContext prefill_context;
     prefill_context.prefill_cost_per_token =

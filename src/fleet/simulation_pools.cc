@@ -168,7 +168,10 @@ void Simulation::TryStartTransfers(int32_t serving, SimTime now) {
   Engine& e = *engines_[static_cast<size_t>(serving)];
   while (!waiting.empty()) {
     Handoff& h = handoffs_.at(waiting.front());
-    if (!e.BeginImport(h.request, now)) return;
+    const std::optional<int64_t> moving = e.BeginImport(h.request, now);
+    if (!moving) return;
+    h.transfer_tokens = *moving;
+    stages_.transfer_cached_tokens += h.request.prompt_tokens() - *moving;
     waiting.pop_front();
     ReleaseReservation(h);  // the prediction became an allocation
     stages_.transfer_wait_ns.push_back((now - h.since).ns());
@@ -201,7 +204,7 @@ void Simulation::StartTransfer(Handoff& h, SimTime now) {
 void Simulation::BeginMoving(Handoff& h, SimTime now) {
   const auto p = static_cast<size_t>(h.prefill);
   AdvanceLink(h.prefill, now);
-  const int64_t bytes = h.request.prompt_tokens() * setup_.replicas[p].kv_bytes_per_token;
+  const int64_t bytes = h.transfer_tokens * setup_.replicas[p].kv_bytes_per_token;
   h.transfer_id = links_[p]->Start(now, Bytes(bytes));
   link_owner_[p].emplace(h.transfer_id, h.request.id);
   ScheduleLink(h.prefill);
@@ -244,7 +247,7 @@ void Simulation::OnTransferArrived(RequestId id, SimTime now) {
     return;
   }
   ++stages_.transfers_completed;
-  stages_.transfer_bytes += h.request.prompt_tokens() * setup_.replicas[static_cast<size_t>(h.prefill)].kv_bytes_per_token;
+  stages_.transfer_bytes += h.transfer_tokens * setup_.replicas[static_cast<size_t>(h.prefill)].kv_bytes_per_token;
   stages_.transfer_ns.push_back((now - h.since).ns());
   const int32_t serving = h.serving;
   handoffs_.erase(it);
@@ -266,8 +269,7 @@ void Simulation::StopTransfer(Handoff& h, SimTime now) {
 
 void Simulation::ReportTransfer(const Handoff& h, SimTime now, std::string_view outcome) const {
   if (fleet_observer_ == nullptr) return;
-  const int64_t bytes =
-      h.request.prompt_tokens() * setup_.replicas[static_cast<size_t>(h.prefill)].kv_bytes_per_token;
+  const int64_t bytes = h.transfer_tokens * setup_.replicas[static_cast<size_t>(h.prefill)].kv_bytes_per_token;
   fleet_observer_->OnTransfer({h.request.id, h.attempts, h.prefill, h.serving, h.since, now, bytes, outcome});
 }
 
@@ -393,6 +395,7 @@ Json Simulation::StageReportJson(Duration span) const {
   j["transfer"] = {{"count", f.transfers},
                    {"completed", f.transfers_completed},
                    {"bytes", f.transfer_bytes},
+                   {"cached_tokens", f.transfer_cached_tokens},
                    {"timeouts", f.timeouts},
                    {"failures", f.failures},
                    {"retries", f.retries},

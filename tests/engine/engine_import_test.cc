@@ -58,7 +58,7 @@ TEST(EngineImport, ImportedRequestDecodesWithoutRecomputingItsPrompt) {
   RecordingObserver obs;
   auto e = Make(Config(100), cost, &obs);
   const Request r = MakeRequest(1, SimTime(), 100, 4);
-  ASSERT_TRUE(e->BeginImport(r, SimTime()));
+  ASSERT_TRUE(e->BeginImport(r, SimTime()).has_value());
   // 100 prompt tokens: 7 blocks held while the KV moves; nothing to schedule yet.
   EXPECT_EQ(e->pool().used_count(), 7);
   EXPECT_EQ(e->importing_count(), 1);
@@ -90,11 +90,11 @@ TEST(EngineImport, ImportNeedsFreeBlocksAndNeverPreempts) {
   ASSERT_TRUE(end);
   e->FinishStep(*end);
   EXPECT_EQ(e->pool().used_count(), 7);
-  EXPECT_FALSE(e->BeginImport(MakeRequest(2, SimTime(), 64, 5), *end));  // needs 4 of 3 free
+  EXPECT_FALSE(e->BeginImport(MakeRequest(2, SimTime(), 64, 5), *end).has_value());  // needs 4 of 3 free
   EXPECT_EQ(e->pool().used_count(), 7);
   EXPECT_EQ(e->live_requests(), 1);
   EXPECT_EQ(e->stats().preemptions, 0);
-  EXPECT_TRUE(e->BeginImport(MakeRequest(3, SimTime(), 48, 5), *end));  // 3 blocks fit
+  EXPECT_TRUE(e->BeginImport(MakeRequest(3, SimTime(), 48, 5), *end).has_value());  // 3 blocks fit
   e->AbortImport(3);
   Drain(*e, *end);
   ExpectBaseline(*e);
@@ -104,8 +104,8 @@ TEST(EngineImport, AbortAndCancelReleaseTheDestinationBlocksUnpublished) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
   auto e = Make(Config(100, /*cache=*/true), cost, &obs);
-  ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 5), SimTime()));
-  ASSERT_TRUE(e->BeginImport(MakeRequest(2, SimTime(), 160, 5), SimTime()));
+  ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 5), SimTime()).has_value());
+  ASSERT_TRUE(e->BeginImport(MakeRequest(2, SimTime(), 160, 5), SimTime()).has_value());
   EXPECT_EQ(e->pool().used_count(), 20);
   e->AbortImport(1);  // no outcome: the fleet decides what follows
   EXPECT_EQ(obs.outcomes.count(1), 0u);
@@ -119,7 +119,7 @@ TEST(EngineImport, ImportedFullBlocksArePublishedAfterTheFirstDecodeStep) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
   auto e = Make(Config(100, /*cache=*/true), cost, &obs);
-  ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()));
+  ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()).has_value());
   e->FinishImport(1, SimTime());
   Drain(*e, SimTime());
   EXPECT_EQ(e->pool().cached_count(), 10);  // 160 prompt tokens = 10 full blocks
@@ -130,11 +130,29 @@ TEST(EngineImport, ImportedFullBlocksArePublishedAfterTheFirstDecodeStep) {
   ExpectBaseline(*e);
 }
 
+TEST(EngineImport, BlocksThisReplicaAlreadyCachesDoNotMove) {
+  const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
+  RecordingObserver obs;
+  auto e = Make(Config(100, /*cache=*/true), cost, &obs);
+  ASSERT_EQ(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()), 160);  // a cold cache: all of it
+  e->FinishImport(1, SimTime());
+  Drain(*e, SimTime());
+  // The same content again: 9 of its 10 full blocks are here (the last token's block is
+  // always recomputed or moved), so 16 tokens' KV moves.
+  const SimTime later = SimTime::FromNanos(10'000'000);
+  ASSERT_EQ(e->BeginImport(MakeRequest(1, later, 160, 3), later), 16);
+  EXPECT_EQ(e->pool().used_count(), 10);
+  EXPECT_EQ(e->stats().prefix_cache.hit_blocks, 10);
+  EXPECT_EQ(e->stats().prefix_cache.saved_prefill_tokens, 0);  // the prefill replica computed it
+  e->AbortImport(1);
+  ExpectBaseline(*e);
+}
+
 TEST(EngineImport, OneTokenAnswerEndsWhenTheKvArrives) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
   auto e = Make(Config(100), cost, &obs);
-  ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 40, 1), SimTime()));
+  ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 40, 1), SimTime()).has_value());
   e->FinishImport(1, SimTime::FromNanos(7));
   EXPECT_EQ(obs.outcomes.at(1).status, RequestStatus::kOk);
   EXPECT_EQ(obs.outcomes.at(1).finish, SimTime::FromNanos(7));

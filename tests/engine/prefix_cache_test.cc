@@ -8,11 +8,16 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine_driver.h"
+#include "fleetplan/core/rng.h"
 #include "fleetplan/engine/block_hash.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/engine/kv_pool.h"
 #include "fleetplan/workload/content.h"
 #include "fleetplan/workload/trace.h"
+
+// The reference below hashes the documented serialisation with the system xxhash itself.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace fleetplan {
 namespace {
@@ -72,6 +77,80 @@ TEST(BlockHash, ScopeChangesEveryIdentity) {
   EXPECT_NE(HashScopeParts(s1, tenant0), HashScopeParts(s1, tenant1));
   // Length-prefixed strings: moving a character between fields changes the scope.
   EXPECT_NE(HashScopeBase({"ab", "c", "rope", "x"}), HashScopeBase({"a", "bc", "rope", "x"}));
+}
+
+// The scheme of block_hash.h written out plainly: per block, the bytes parent . scope .
+// (content, offset, tokens) per piece, each integer 8 bytes little-endian, then XXH3_128.
+std::vector<BlockHash> ReferenceHashes(const std::vector<PromptSegment>& layout, int64_t block,
+                                       const BlockHash& scope) {
+  std::vector<BlockHash> out;
+  std::vector<unsigned char> bytes;
+  auto put = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  BlockHash parent = kBlockHashRoot;
+  int64_t filled = 0;
+  for (const PromptSegment& s : layout) {
+    for (int64_t offset = 0; offset < s.tokens;) {
+      if (filled == 0) {
+        bytes.clear();
+        put(parent.hi);
+        put(parent.lo);
+        put(scope.hi);
+        put(scope.lo);
+      }
+      const int64_t take = std::min(s.tokens - offset, block - filled);
+      put(s.content);
+      put(static_cast<uint64_t>(offset));
+      put(static_cast<uint64_t>(take));
+      offset += take;
+      filled += take;
+      if (filled < block) continue;
+      const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+      parent = BlockHash{h.high64, h.low64};
+      out.push_back(parent);
+      filled = 0;
+    }
+  }
+  return out;
+}
+
+TEST(BlockHash, IdentitiesArePinned) {
+  // Values of the scheme as first released: a change here changes every cache key (and
+  // every saved trace analysis that compared them). Blocks 0, 1 and 3 lie inside one
+  // segment; block 2 spans three.
+  const int64_t parts[] = {3, -1};
+  const BlockHash scope = HashScopeParts(kBlockHashRoot, parts);
+  EXPECT_EQ(scope, (BlockHash{0xceaf25f2c15fd4c7ULL, 0x8d3db783e653f214ULL}));
+  EXPECT_THAT(Hashes({{0x1234, 40}, {0xabcd, 5}, {0x77, 30}}, 16, scope),
+              ElementsAre(BlockHash{0xdd4ad9c04f19f54dULL, 0xd5594c7cea881e66ULL},
+                          BlockHash{0x1895c36a2d85186bULL, 0xa419f0554fa2f2c8ULL},
+                          BlockHash{0x471656fbdf821502ULL, 0x63242d752c65b41bULL},
+                          BlockHash{0x960e1184450a37bfULL, 0x8033723f3bd08d30ULL}));
+}
+
+TEST(BlockHash, EveryBlockShapeMatchesTheDocumentedSerialisation) {
+  // Random layouts and block sizes: one-piece blocks (the fixed-size fast path), blocks
+  // of many pieces, segments ending on and off block boundaries.
+  RngStream rng(5, "block-hash-test");
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto block = static_cast<int64_t>(1 + rng.NextBelow(40));
+    std::vector<PromptSegment> layout;
+    const uint64_t segments = 1 + rng.NextBelow(6);
+    for (uint64_t i = 0; i < segments; ++i) {
+      const int64_t tokens = rng.NextBelow(2) == 0 ? block * static_cast<int64_t>(1 + rng.NextBelow(3))
+                                                   : static_cast<int64_t>(1 + rng.NextBelow(100));
+      layout.push_back({rng.NextU64(), tokens});
+    }
+    const BlockHash scope{rng.NextU64(), rng.NextU64()};
+    const auto expected = ReferenceHashes(layout, block, scope);
+    ASSERT_EQ(Hashes(layout, block, scope), expected) << "trial " << trial;
+    // A cap stops the chain early with the same values.
+    const auto cap = static_cast<std::ptrdiff_t>(expected.size() / 2);
+    if (cap > 0) {
+      ASSERT_EQ(Hashes(layout, block, scope, cap), std::vector<BlockHash>(expected.begin(), expected.begin() + cap));
+    }
+  }
 }
 
 // Mooncake rows through the real importer: each hash id is a 512-token trace block.
@@ -202,6 +281,45 @@ TEST(KvPoolCache, InvalidationHidesAtOnceAndFreesReferencedBlocksOnLastRelease) 
   pool.Release(std::span<const BlockId>(a).first(1));
   EXPECT_THAT(pool.FreeListOrder(), ElementsAre(1, 3, 0));
   EXPECT_EQ(pool.evictable_count(), 0);
+  EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
+}
+
+TEST(KvPoolCache, PublishAllPublishesInOrderAndLeavesDuplicatesPrivate) {
+  KvBlockPool pool(6);
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(1, a));
+  ASSERT_TRUE(pool.Publish(a[0], H(2), {}));  // block 0 holds H(2) already
+  std::vector<BlockId> b;
+  ASSERT_TRUE(pool.Allocate(4, b));  // 1 2 3 4
+  const std::vector<BlockHash> hashes = {H(1), H(2), H(3), H(3)};
+  EXPECT_EQ(pool.PublishAll(b, hashes, CacheTag{0, -1, 2}), 2);
+  EXPECT_EQ(pool.Find(H(1)), 1);
+  EXPECT_EQ(pool.Find(H(2)), 0);  // the earlier writer keeps it; block 2 stays private
+  EXPECT_EQ(pool.Find(H(3)), 3);  // the first of two equal hashes in one batch wins
+  EXPECT_FALSE(pool.published(2));
+  EXPECT_FALSE(pool.published(4));
+  EXPECT_EQ(pool.tag(1), (CacheTag{0, -1, 2}));
+  EXPECT_EQ(pool.published_total(), 3);
+  EXPECT_EQ(pool.PublishAll({}, {}, CacheTag{}), 0);
+  EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
+}
+
+TEST(KvPoolCache, AReusedBlockIsCountedAndInvalidatedUnderItsNewTag) {
+  KvBlockPool pool(1);
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(1, a));
+  ASSERT_TRUE(pool.Publish(0, H(1), {0, -1, 3}));
+  pool.Release(a);
+  a.clear();
+  ASSERT_TRUE(pool.Allocate(1, a));  // evicts H(1), counted for class 3
+  EXPECT_THAT(pool.evictions_by_class(), ElementsAre(0, 0, 0, 1));
+  ASSERT_TRUE(pool.Publish(0, H(2), {1, -1, 0}));
+  EXPECT_EQ(pool.tag(0), (CacheTag{1, -1, 0}));
+  EXPECT_EQ(pool.Invalidate([](const CacheTag& t) { return t.ns == 0; }), 0);
+  EXPECT_EQ(pool.Find(H(2)), 0);
+  EXPECT_EQ(pool.Invalidate([](const CacheTag& t) { return t.ns == 1; }), 1);
+  EXPECT_EQ(pool.Find(H(2)), kNoBlock);
+  EXPECT_THAT(pool.invalidations_by_class(), ElementsAre(1));
   EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
 }
 

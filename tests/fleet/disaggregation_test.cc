@@ -20,8 +20,11 @@ struct Shape {
   std::string rate = "8/s";
   int requests = 1500;
   std::string slo = "{ttft: 2s, tpot: 15ms}";
+  std::string router = "router: {policy: least-outstanding}\n";
   std::string klass_extra;  // more keys of the class (deadline, cancel), indented six
   std::string tail;         // appended at the end (faults)
+  std::string prompt_yaml;  // replaces the one unique segment when set
+  std::string engine_extra; // more engine keys, indented two
 };
 
 // Four H100s running llama-3.1-8b with an affine step model: a prefill chunk costs 8 ms
@@ -37,15 +40,16 @@ std::string PoolScenario(const Shape& s) {
          s.deployment +
          "engine:\n"
          "  scheduler: {max_batched_tokens: 8192, max_running: 256}\n"
-         "  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, per_seq: 0.1ms}}\n"
-         "router: {policy: least-outstanding}\n"
+         "  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, per_seq: 0.1ms}}\n" +
+         s.engine_extra + s.router +
          "workload:\n"
          "  requests: " + std::to_string(s.requests) + "\n"
          "  arrival: {process: poisson, rate: " + s.rate + "}\n"
          "  classes:\n"
          "    chat:\n"
          "      share: 1\n"
-         "      prompt: [{segment: unique, tokens: " + s.prompt + "}]\n"
+         "      prompt: " + (s.prompt_yaml.empty() ? "[{segment: unique, tokens: " + s.prompt + "}]" : s.prompt_yaml) +
+         "\n"
          "      output_tokens: " + s.output + "\n" +
          s.klass_extra +
          "slo:\n"
@@ -250,6 +254,35 @@ TEST(Disaggregation, MovesEachPromptsKvOnceAndAccountsEveryStage) {
       EXPECT_GT(e["completed"].get<int64_t>(), 100);
     }
   }
+}
+
+// Tenant instructions the decode replica already holds do not move again: the import
+// takes them from its prefix cache, and the cache-aware router prices what a serving
+// replica lacks at the transfer cost.
+TEST(Disaggregation, KvTheDecodeReplicaCachesDoesNotMove) {
+  Shape s;
+  s.deployment = Pools("{}");
+  s.requests = 400;
+  s.rate = "4/s";
+  s.prompt_yaml = "[{segment: tenant-instructions, tokens: 4000}, {segment: unique, tokens: 500}]";
+  s.tail = "";
+  s.engine_extra = "  prefix_cache: {enabled: true}\n";
+  s.router = "router: {policy: cache-aware}\n";
+  std::string text = PoolScenario(s);
+  text.replace(text.find("  classes:"), 10, "  tenants: {count: 2}\n  classes:");
+  auto loaded = LoadScenarioText(text, "pools.yaml", "");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  RunOptions opt;
+  opt.write_files = false;
+  auto r = RunScenario(*loaded, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const int64_t per_token = r->report["deployment"]["pools"][0]["kv_bytes_per_token"].get<int64_t>();
+  const int64_t cached = Transfer(*r, "cached_tokens");
+  // Two tenants' 4,000-token instructions: after each decode replica has seen a tenant
+  // once, only the unique tail moves (250 of 256 full blocks of a tenant are shared).
+  EXPECT_GT(cached, 400 * 3000);
+  EXPECT_EQ(Transfer(*r, "bytes"), per_token * (r->report["fleet"]["input_tokens"].get<int64_t>() - cached));
+  EXPECT_GT(r->report["fleet"]["prefix_cache"]["hit_tokens"].get<int64_t>(), 0);
 }
 
 TEST(Disaggregation, SameInputsGiveByteIdenticalReports) {

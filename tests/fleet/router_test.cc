@@ -130,7 +130,7 @@ TEST(Router, EqualScoresRotateInsteadOfPilingOntoTheFirstReplica) {
   for (const std::string& name : RouterNames()) {
     RouterConfig c = Config(name);
     c.weights = {{"prefix", 1.0}, {"queue", 1.0}};
-    auto router = MakeRouter(c, RouterContext{Ms(1) / 100});
+    auto router = MakeRouter(c, RouterContext{Ms(1) / 100, {}});
     ASSERT_TRUE(router.ok()) << name;
     std::vector<ReplicaView> view(3);
     Request r;
@@ -142,7 +142,7 @@ TEST(Router, EqualScoresRotateInsteadOfPilingOntoTheFirstReplica) {
 }
 
 TEST(Router, CacheAwareReportsItsComponents) {
-  auto router = MakeRouter(Config("cache-aware"), RouterContext{Us(20)});
+  auto router = MakeRouter(Config("cache-aware"), RouterContext{Us(20), {}});
   ASSERT_TRUE(router.ok());
   std::vector<ReplicaView> view(2);
   view[0].telemetry.outstanding_tokens = 1000;  // busy, holds the prefix
@@ -155,6 +155,26 @@ TEST(Router, CacheAwareReportsItsComponents) {
   EXPECT_EQ(d.replica, 1);
   EXPECT_EQ(d.queued_work, Ms(2));
   EXPECT_EQ(d.recompute, Ms(20));
+}
+
+// Choosing the serving replica of a disaggregated request, a missing token costs its KV
+// transfer, not its recomputation: the cached replica's queue now weighs more.
+TEST(Router, CacheAwarePricesMissingTokensAtTheTransferCostWhenTheyAreFetched) {
+  auto router = MakeRouter(Config("cache-aware"), RouterContext{Us(20), Us(2)});
+  ASSERT_TRUE(router.ok());
+  std::vector<ReplicaView> view(2);
+  view[0].telemetry.outstanding_tokens = 1000;
+  view[0].matched_prefix_tokens = 800;
+  view[1].telemetry.outstanding_tokens = 100;
+  Request r;
+  r.prompt = {{1, 800}, {2, 200}};
+  // replica 0: 1000 x 20us + 200 x 2us = 20.4 ms; replica 1: 100 x 20us + 1000 x 2us = 4 ms.
+  const RouteDecision d = (*router)->Route(r, view);
+  EXPECT_EQ(d.replica, 1);
+  EXPECT_EQ(d.queued_work, Ms(2));
+  EXPECT_EQ(d.recompute, Ms(2));
+  view[1].telemetry.outstanding_tokens = 990;  // 19.8 + 2 = 21.8 ms > 20.4 ms
+  EXPECT_EQ((*router)->Route(r, view).replica, 0);
 }
 
 TEST(Router, LeastOutstandingCountsTokensOrRequests) {

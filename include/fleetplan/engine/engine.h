@@ -283,8 +283,11 @@ class Engine {
   // another replica and whose KV moves here.
   //   BeginImport  allocates the destination blocks for its prompt (all of prompt +
   //                output with `reserve` admission) at `now` and holds them while the KV
-  //                moves; the request is neither waiting nor running. Returns false,
-  //                changing nothing, when those blocks are not free: an import never
+  //                moves; the request is neither waiting nor running. With the prefix
+  //                cache, the leading blocks this replica already holds are taken as
+  //                hits (counted as a lookup, not as saved prefill) and only the rest
+  //                moves. Returns the prompt tokens whose KV must move, or nullopt,
+  //                changing nothing, when the blocks are not free: an import never
   //                preempts and never evicts a referenced block.
   //   FinishImport the KV arrived: the request runs with its prompt computed and its
   //                first token (sampled by the prefill replica, delivered with the KV)
@@ -294,7 +297,7 @@ class Engine {
   //                to the pool unpublished (their content is discarded) and the request
   //                is forgotten here without an outcome; the caller decides what follows.
   // REQUIRES: BeginImport: r not live here; Finish/AbortImport: id is importing.
-  bool BeginImport(const Request& r, SimTime now);
+  std::optional<int64_t> BeginImport(const Request& r, SimTime now);
   void FinishImport(RequestId id, SimTime now);
   void AbortImport(RequestId id);
   int64_t importing_count() const { return importing_; }
@@ -378,6 +381,8 @@ class Engine {
   int64_t FreeAfterAcquire(const Match& m) const;
   // Takes references on the match's used blocks and accounts the lookup.
   void TakeHits(int32_t slot, const Match& m);
+  // BeginImport's hits: references, sealed blocks and lookup counters (engine.cc).
+  void TakeImportHits(Live& l, const Match& m);
   void SealComputed(Live& l);
   void SyncPoolCounters();
   PrefixCacheCounters& ClassCounters(ClassId class_id);

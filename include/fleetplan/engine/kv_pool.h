@@ -40,8 +40,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fleetplan/core/status.h"
@@ -66,7 +68,7 @@ class KvBlockPool {
   // REQUIRES: total_blocks >= 0 and fits in int32.
   explicit KvBlockPool(int64_t total_blocks);
 
-  int64_t total() const { return static_cast<int64_t>(refcount_.size()); }
+  int64_t total() const { return static_cast<int64_t>(state_.size()); }
   int64_t free_count() const { return free_count_; }
   int64_t used_count() const { return total() - free_count_; }
   int64_t total_refs() const { return refs_; }
@@ -84,7 +86,7 @@ class KvBlockPool {
 
   // --- prefix index ---------------------------------------------------------------
   // The published block with this hash, or kNoBlock. Takes no reference.
-  BlockId Find(const BlockHash& hash) const;
+  BlockId Find(const BlockHash& hash) const { return index_.Find(hash); }
   // Takes a reference on a published block (a hit); a cached block leaves the free list.
   // REQUIRES: published(block).
   void Acquire(BlockId block);
@@ -92,20 +94,24 @@ class KvBlockPool {
   // when another block already holds `hash` (two writers computed the same content: the
   // second copy stays private). REQUIRES: refcount(block) >= 1, !published(block).
   bool Publish(BlockId block, const BlockHash& hash, const CacheTag& tag);
+  // Publish(blocks[i], hashes[i], tag) for each i in order, as one batch (the index
+  // slots are prefetched together and the tag is looked up once). Returns how many were
+  // published. REQUIRES: equal sizes; each block as for Publish.
+  int64_t PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, const CacheTag& tag);
   // Unpublishes every published block whose tag satisfies `matches`, in block-id order:
   // lookups stop finding them at once; referenced ones become private and are freed when
   // their last reference drops; free ones move to the free-list head. Returns the count.
+  // `matches` must depend on the tag alone (it is asked once per distinct tag).
   int64_t Invalidate(const std::function<bool(const CacheTag&)>& matches);
 
-  int32_t refcount(BlockId block) const { return refcount_[static_cast<size_t>(block)]; }
-  bool published(BlockId block) const { return published_[static_cast<size_t>(block)] != 0; }
+  int32_t refcount(BlockId block) const { return state_[Idx(block)].refs; }
+  bool published(BlockId block) const { return state_[Idx(block)].tag != kUnpublished; }
   // REQUIRES: published(block).
-  const BlockHash& hash(BlockId block) const { return hash_[static_cast<size_t>(block)]; }
-  const CacheTag& tag(BlockId block) const { return tag_[static_cast<size_t>(block)]; }
+  const BlockHash& hash(BlockId block) const { return index_.key(block); }
+  // REQUIRES: published(block).
+  const CacheTag& tag(BlockId block) const { return tags_[static_cast<size_t>(state_[Idx(block)].tag)]; }
 
   int64_t cached_count() const { return index_.size(); }
-  // A hint that `hash` is about to be published or looked up (BlockIndex::Prefetch).
-  void PrefetchIndex(const BlockHash& hash) const { index_.Prefetch(hash); }  // published blocks
   int64_t evictable_count() const { return evictable_; }  // published blocks on the free list
   int64_t published_total() const { return published_total_; }
   int64_t evictions() const { return evictions_; }
@@ -121,21 +127,38 @@ class KvBlockPool {
   Status CheckInvariants() const;
 
  private:
+  static constexpr int32_t kUnpublished = -1;
+  // Everything the pool keeps per block, together: 16 bytes, so an allocation, release,
+  // publication or eviction touches one cache line of pool state per block (separate
+  // arrays cost one line each, and with the cache on the pool no longer fits in L2).
+  struct BlockState {
+    int32_t refs = 0;
+    BlockId prev = kNoBlock;  // free-list links, meaningful while refs == 0
+    BlockId next = kNoBlock;
+    int32_t tag = kUnpublished;  // published: index into tags_
+  };
+  static size_t Idx(BlockId b) { return static_cast<size_t>(b); }
+
   void PushTail(BlockId b);
   void PushHead(BlockId b);
   void Unlink(BlockId b);
   BlockId PopHead();
+  // Drops a published block from the index and counts it for its class.
   void Unpublish(BlockId b, std::vector<int64_t>& by_class);
+  // The id of `tag` in tags_, adding it the first time it is seen.
+  int32_t InternTag(const CacheTag& tag);
+  // Publish for a block whose tag is already interned.
+  bool PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id);
   Status CheckFreeList(int64_t& listed) const;
   Status CheckIndex() const;
 
-  std::vector<int32_t> refcount_;
-  std::vector<BlockId> prev_;
-  std::vector<BlockId> next_;
-  std::vector<uint8_t> published_;  // 0/1 (vector<bool> is slow to index)
-  std::vector<BlockHash> hash_;
-  std::vector<CacheTag> tag_;
-  BlockIndex index_;  // published blocks by identity; lookup only, never iterated
+  std::vector<BlockState> state_;
+  // The distinct tags of published blocks, in first-publication order; blocks refer to
+  // them by position. Bounded by the distinct (namespace, adapter, class) triples seen.
+  std::vector<CacheTag> tags_;
+  std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t> tag_ids_;
+  int32_t last_tag_id_ = kUnpublished;  // InternTag's answer for the previous call
+  BlockIndex index_;  // published blocks by identity, and each one's hash; never iterated
   BlockId head_ = kNoBlock;
   BlockId tail_ = kNoBlock;
   int64_t free_count_ = 0;

@@ -71,6 +71,8 @@ struct StageFigures {
   int64_t transfers = 0;        // transfer attempts started
   int64_t transfers_completed = 0;
   int64_t transfer_bytes = 0;   // moved by completed transfers
+  int64_t transfer_cached_tokens = 0;  // prompt tokens the serving replica already cached
+                                       // (per attempt): their KV did not move
   int64_t timeouts = 0;         // attempts abandoned at the timeout
   int64_t failures = 0;         // attempts that failed (faults)
   int64_t retries = 0;

@@ -13,9 +13,13 @@
 //                       requests (`outstanding_by: requests`)
 //   cache-aware         lowest estimated completion contribution, in ns:
 //                         queued_work = outstanding tokens x recompute cost per token
-//                         recompute   = (prompt tokens - matched prefix tokens) x that cost
-//                       the cost per token is StepCostModel::PrefillCostPerToken(); the
-//                       decision carries both components (RouteDecision)
+//                         recompute   = (prompt tokens - matched prefix tokens) x the
+//                                       cost of a missing token
+//                       the recompute cost per token is StepCostModel::PrefillCostPerToken();
+//                       a missing token costs that, or, choosing the serving replica of a
+//                       disaggregated request, its KV transfer (bytes per token / link
+//                       bandwidth: the prefill replica sends it). The decision carries
+//                       both components (RouteDecision)
 //   weighted            sum of weight x scorer over the configured scorers, highest wins;
 //                       each scorer maps a replica to [0, 1] (1 = best):
 //                         prefix   matched prefix tokens / prompt tokens
@@ -100,6 +104,10 @@ struct RouteDecision {
 // What the routers may know besides the view.
 struct RouterContext {
   Duration prefill_cost_per_token;  // StepCostModel::PrefillCostPerToken of the replicas
+  // cache-aware: the cost of a prompt token the replica lacks. Zero: recompute it
+  // (prefill_cost_per_token). With a prefill pool, the serving replica fetches it
+  // instead: KV bytes per token / the transfer link's bandwidth.
+  Duration missing_cost_per_token;
 };
 
 class Router {

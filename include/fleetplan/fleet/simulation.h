@@ -217,6 +217,7 @@ class Simulation {
     int64_t reserved_blocks = 0;  // predicted decode slot, until BeginImport
     int32_t attempts = 0;         // transfer attempts started
     int64_t transfer_id = -1;     // on the prefill replica's link while moving
+    int64_t transfer_tokens = 0;  // prompt tokens whose KV moves (the rest is cached there)
     bool fails = false;           // this attempt fails when it would complete (fault)
   };
   void RouteWithPools(const Request& r, SimTime now);
