@@ -382,6 +382,12 @@ TEST(TransferFaults, CancellationsDeadlinesAndFaultsNeverLoseARequestOrABlock) {
     s.requests = 250;
     s.rate = "12/s";
     s.deployment = Pools("{colocate_below_tokens: 7000, timeout: 300ms, retries: 1}");
+    if (seed > 3) {
+      // Decode replicas with room for about three prompts: requests wait for a decode
+      // slot, prefilled ones for destination blocks, and decodes preempt each other.
+      s.deployment.replace(s.deployment.find("{role: decode, replicas: 2, tp: 1}"), 34,
+                           "{role: decode, replicas: 2, tp: 1, gpu_memory_utilization: 0.25}");
+    }
     s.klass_extra = "      deadline: {uniform: [1s, 6s]}\n"
                     "      cancel: {probability: 0.3, after: {exponential: {mean: 400ms}}}\n";
     s.tail = "faults:\n  kv_transfer: {delay: 400ms, delay_probability: 0.4, failure_probability: 0.2}\n";
@@ -399,6 +405,10 @@ TEST(TransferFaults, CancellationsDeadlinesAndFaultsNeverLoseARequestOrABlock) {
                   st["timeout"].get<int64_t>(),
               250);
     EXPECT_GT(st["cancelled"].get<int64_t>(), 0);
+    if (seed > 3) {
+      EXPECT_GT(r->report["disaggregation"]["admission"]["waited"].get<int64_t>(), 0);
+      EXPECT_GT(r->report["engine"]["preemptions"].get<int64_t>(), 0);
+    }
   }
 }
 
