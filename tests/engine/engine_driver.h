@@ -84,6 +84,32 @@ inline void RunEngine(Engine& engine, std::vector<Request> requests, DriverOptio
   }
 }
 
+// Runs steps back to back from `now` until the engine is idle, checking its invariants
+// after each; returns the end time.
+inline SimTime DrainEngine(Engine& e, SimTime now) {
+  while (e.HasWork()) {
+    const auto end = e.StartStep(now);
+    if (!end) break;
+    now = *end;
+    e.FinishStep(now);
+    const Status st = e.CheckInvariants();
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+  return now;
+}
+
+// No live request, no block reference, every block free (cached ones included), no
+// outstanding work, invariants hold.
+inline void ExpectPoolAtBaseline(const Engine& e) {
+  EXPECT_EQ(e.pool().total_refs(), 0);
+  EXPECT_EQ(e.pool().free_count(), e.pool().total());
+  EXPECT_EQ(e.live_requests(), 0);
+  EXPECT_EQ(e.importing_count(), 0);
+  EXPECT_EQ(e.outstanding_tokens(), 0);
+  const Status st = e.CheckInvariants();
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
 inline Request MakeRequest(RequestId id, SimTime arrival, int64_t prompt, int64_t output, int32_t priority = 0) {
   Request r;
   r.id = id;

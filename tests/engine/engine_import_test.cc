@@ -8,6 +8,8 @@
 namespace fleetplan {
 namespace {
 
+using testing::DrainEngine;
+using testing::ExpectPoolAtBaseline;
 using testing::MakeRequest;
 using testing::RecordingObserver;
 using testing::TestCostModel;
@@ -30,29 +32,6 @@ std::unique_ptr<Engine> Make(const EngineConfig& c, const StepCostModel& cost, E
   return std::move(e).value();
 }
 
-// Runs steps until the engine has nothing left; returns the time it stopped.
-SimTime Drain(Engine& e, SimTime now) {
-  while (e.HasWork()) {
-    const auto end = e.StartStep(now);
-    if (!end) break;
-    now = *end;
-    e.FinishStep(now);
-    const Status st = e.CheckInvariants();
-    EXPECT_TRUE(st.ok()) << st.message();
-  }
-  return now;
-}
-
-void ExpectBaseline(const Engine& e) {
-  EXPECT_EQ(e.pool().free_count(), e.pool().total());
-  EXPECT_EQ(e.pool().total_refs(), 0);
-  EXPECT_EQ(e.live_requests(), 0);
-  EXPECT_EQ(e.importing_count(), 0);
-  EXPECT_EQ(e.outstanding_tokens(), 0);
-  const Status st = e.CheckInvariants();
-  EXPECT_TRUE(st.ok()) << st.message();
-}
-
 TEST(EngineImport, ImportedRequestDecodesWithoutRecomputingItsPrompt) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration::Nanos(100'000), Duration::Nanos(500'000));
   RecordingObserver obs;
@@ -69,7 +48,7 @@ TEST(EngineImport, ImportedRequestDecodesWithoutRecomputingItsPrompt) {
   const SimTime arrived = SimTime::FromNanos(5'000'000);
   e->FinishImport(1, arrived);
   EXPECT_EQ(e->importing_count(), 0);
-  const SimTime end = Drain(*e, arrived);
+  const SimTime end = DrainEngine(*e, arrived);
   const RequestOutcome& o = obs.outcomes.at(1);
   EXPECT_EQ(o.status, RequestStatus::kOk);
   EXPECT_EQ(o.first_token, arrived);  // the first token travels with the KV
@@ -78,7 +57,7 @@ TEST(EngineImport, ImportedRequestDecodesWithoutRecomputingItsPrompt) {
   EXPECT_EQ(e->stats().prefill_tokens, 0);
   EXPECT_EQ(e->stats().decode_tokens, 3);
   EXPECT_EQ(end.ns() - arrived.ns(), 4'500'000);
-  ExpectBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EngineImport, ImportNeedsFreeBlocksAndNeverPreempts) {
@@ -96,8 +75,8 @@ TEST(EngineImport, ImportNeedsFreeBlocksAndNeverPreempts) {
   EXPECT_EQ(e->stats().preemptions, 0);
   EXPECT_TRUE(e->BeginImport(MakeRequest(3, SimTime(), 48, 5), *end).has_value());  // 3 blocks fit
   e->AbortImport(3);
-  Drain(*e, *end);
-  ExpectBaseline(*e);
+  DrainEngine(*e, *end);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EngineImport, AbortAndCancelReleaseTheDestinationBlocksUnpublished) {
@@ -112,7 +91,7 @@ TEST(EngineImport, AbortAndCancelReleaseTheDestinationBlocksUnpublished) {
   e->Cancel(2, SimTime::FromNanos(1));
   EXPECT_EQ(obs.outcomes.at(2).status, RequestStatus::kCancelled);
   EXPECT_EQ(e->pool().cached_count(), 0);  // nothing that never arrived is published
-  ExpectBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EngineImport, ImportedFullBlocksArePublishedAfterTheFirstDecodeStep) {
@@ -121,13 +100,13 @@ TEST(EngineImport, ImportedFullBlocksArePublishedAfterTheFirstDecodeStep) {
   auto e = Make(Config(100, /*cache=*/true), cost, &obs);
   ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()).has_value());
   e->FinishImport(1, SimTime());
-  Drain(*e, SimTime());
+  DrainEngine(*e, SimTime());
   EXPECT_EQ(e->pool().cached_count(), 10);  // 160 prompt tokens = 10 full blocks
   // The same prompt submitted normally now hits all but its last block.
   e->Submit(MakeRequest(1, SimTime::FromNanos(10'000'000), 160, 2), SimTime::FromNanos(10'000'000));
-  Drain(*e, SimTime::FromNanos(10'000'000));
+  DrainEngine(*e, SimTime::FromNanos(10'000'000));
   EXPECT_EQ(obs.outcomes.at(1).cached_tokens, 144);
-  ExpectBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EngineImport, BlocksThisReplicaAlreadyCachesDoNotMove) {
@@ -136,7 +115,7 @@ TEST(EngineImport, BlocksThisReplicaAlreadyCachesDoNotMove) {
   auto e = Make(Config(100, /*cache=*/true), cost, &obs);
   ASSERT_EQ(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()), 160);  // a cold cache: all of it
   e->FinishImport(1, SimTime());
-  Drain(*e, SimTime());
+  DrainEngine(*e, SimTime());
   // The same content again: 9 of its 10 full blocks are here (the last token's block is
   // always recomputed or moved), so 16 tokens' KV moves.
   const SimTime later = SimTime::FromNanos(10'000'000);
@@ -145,7 +124,7 @@ TEST(EngineImport, BlocksThisReplicaAlreadyCachesDoNotMove) {
   EXPECT_EQ(e->stats().prefix_cache.hit_blocks, 10);
   EXPECT_EQ(e->stats().prefix_cache.saved_prefill_tokens, 0);  // the prefill replica computed it
   e->AbortImport(1);
-  ExpectBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EngineImport, OneTokenAnswerEndsWhenTheKvArrives) {
@@ -156,7 +135,7 @@ TEST(EngineImport, OneTokenAnswerEndsWhenTheKvArrives) {
   e->FinishImport(1, SimTime::FromNanos(7));
   EXPECT_EQ(obs.outcomes.at(1).status, RequestStatus::kOk);
   EXPECT_EQ(obs.outcomes.at(1).finish, SimTime::FromNanos(7));
-  ExpectBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 namespace fleetplan {
 namespace {
 
+using testing::ExpectPoolAtBaseline;
 using testing::MakeRequest;
 using testing::RecordingObserver;
 using testing::RunEngine;
@@ -29,14 +30,6 @@ std::unique_ptr<Engine> MakeEngine(const EngineConfig& c, const StepCostModel& c
   auto e = Engine::Create(0, c, &cost, obs);
   EXPECT_TRUE(e.ok()) << e.status().message();
   return std::move(e).value();
-}
-
-void ExpectPoolBackToBaseline(const Engine& e) {
-  EXPECT_EQ(e.pool().free_count(), e.pool().total());
-  EXPECT_EQ(e.live_requests(), 0);
-  EXPECT_EQ(e.outstanding_tokens(), 0);
-  const Status st = e.CheckInvariants();
-  EXPECT_TRUE(st.ok()) << st.message();
 }
 
 TEST(Engine, ChunkedPrefillThenDecodeArithmetic) {
@@ -62,7 +55,7 @@ TEST(Engine, ChunkedPrefillThenDecodeArithmetic) {
   EXPECT_EQ(e->stats().steps, 6);
   EXPECT_EQ(e->stats().prefill_tokens, 100);
   EXPECT_EQ(e->stats().decode_tokens, 4);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(Engine, HostOverheadIsAddedToEveryStep) {
@@ -73,7 +66,7 @@ TEST(Engine, HostOverheadIsAddedToEveryStep) {
   auto e = MakeEngine(c, cost, &obs);
   RunEngine(*e, {MakeRequest(1, SimTime(), 10, 3)});
   EXPECT_EQ(obs.outcomes.at(1).finish->ns(), Us(3 * 1'400).ns());
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 // A decoding stream meets a burst of long prompts.
@@ -93,7 +86,7 @@ StreamAndBurst RunStreamAndBurst(const std::string& policy) {
   std::vector<Request> reqs = {MakeRequest(0, SimTime(), 32, 200)};
   for (int i = 1; i <= 4; ++i) reqs.push_back(MakeRequest(i, SimTime() + Ms(50), 2048, 20));
   RunEngine(*e, reqs);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
   SimTime last;
   for (const auto& [id, o] : obs.outcomes) last = std::max(last, *o.finish);
   return {obs.outcomes.at(0), obs.outcomes.at(1), last};
@@ -136,7 +129,7 @@ TEST(Engine, PrefillFirstFinishesAThroughputBatchSooner) {
     std::vector<Request> reqs;
     for (int i = 0; i < 8; ++i) reqs.push_back(MakeRequest(i, SimTime(), 512, 64));
     RunEngine(*e, reqs);
-    ExpectPoolBackToBaseline(*e);
+    ExpectPoolAtBaseline(*e);
     SimTime last;
     for (const auto& [id, o] : obs.outcomes) last = std::max(last, *o.finish);
     return std::make_pair(last, e->stats().steps);
@@ -161,7 +154,7 @@ TEST(Engine, BoundedChunkNeverExceedsItsDeclaredDecodeStall) {
   for (int i = 0; i < 8; ++i) reqs.push_back(MakeRequest(i, SimTime() + Ms(i), 64, 300));
   for (int i = 8; i < 20; ++i) reqs.push_back(MakeRequest(i, SimTime() + Ms(30 + 7 * i), 3000, 10));
   RunEngine(*e, reqs);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
   Duration longest_decode_step;
   for (const auto& s : obs.steps) {
     if (s.shape.decode_seqs > 0) longest_decode_step = std::max(longest_decode_step, s.end - s.start);
@@ -192,7 +185,7 @@ TEST(Engine, PriorityAgingPreventsStarvationUnderSustainedArrivals) {
     // Arrives once the interactive queue is already longer than the two slots.
     reqs.push_back(MakeRequest(1000, SimTime() + Ms(101), 64, 8, /*priority=*/0));
     RunEngine(*e, reqs);
-    ExpectPoolBackToBaseline(*e);
+    ExpectPoolAtBaseline(*e);
     const auto& batch = obs.outcomes.at(1000);
     SimTime last_interactive;
     for (int i = 0; i < 400; ++i) last_interactive = std::max(last_interactive, *obs.outcomes.at(i).first_token);
@@ -231,7 +224,7 @@ TEST(Engine, CancelledRequestReleasesBlocksOnlyWhenTheStepInFlightEnds) {
   EXPECT_EQ(obs.outcomes.at(1).finish->ns(), Ms(10).ns());
   EXPECT_FALSE(e->HasWork());
   EXPECT_FALSE(e->StartStep(*end).has_value());
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(Engine, CancelWhileQueuedAndDuringDecode) {
@@ -251,7 +244,7 @@ TEST(Engine, CancelWhileQueuedAndDuringDecode) {
   EXPECT_EQ(obs.outcomes.at(2).finish->ns(), Us(2'500).ns());  // left the queue at once
   EXPECT_FALSE(obs.outcomes.at(2).first_token.has_value());
   EXPECT_EQ(e->stats().cancellations, 2);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(Engine, OutOfBlocksPreemptsLowestPriorityLatestArrival) {
@@ -272,7 +265,7 @@ TEST(Engine, OutOfBlocksPreemptsLowestPriorityLatestArrival) {
   EXPECT_GE(obs.outcomes.at(2).preemptions, 1);
   for (RequestId id : {1, 2, 3}) EXPECT_EQ(obs.outcomes.at(id).status, RequestStatus::kOk);
   EXPECT_GE(e->stats().preemptions, 1);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(Engine, ReserveAdmissionNeverPreempts) {
@@ -290,7 +283,7 @@ TEST(Engine, ReserveAdmissionNeverPreempts) {
   // 88 tokens reserve 6 blocks: only one request fits at a time in 10 blocks.
   EXPECT_LE(e->stats().kv_peak_blocks, 10);
   EXPECT_GE(*obs.outcomes.at(2).first_token, *obs.outcomes.at(1).finish);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(Engine, RejectionsTouchNoCounter) {
@@ -333,7 +326,7 @@ TEST(Engine, WaitingRequestPastItsDeadlineTimesOut) {
   EXPECT_EQ(obs.outcomes.at(2).status, RequestStatus::kTimeout);
   EXPECT_EQ(obs.outcomes.at(1).status, RequestStatus::kOk);
   EXPECT_EQ(e->stats().timeouts, 1);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(Engine, UnknownPolicyListsValidNames) {
@@ -396,7 +389,7 @@ TEST(EngineCudaGraphs, DecodeOnlyStepsPadToTheSmallestBucket) {
   EXPECT_EQ(j["bucket_hit_rate"], 1.0);
   EXPECT_EQ(j["padding_ratio"], RoundForReport(1.0 / 7.0));
   EXPECT_EQ(j["fallback_rate"], 0.0);
-  ExpectPoolBackToBaseline(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EngineCudaGraphs, BatchAboveTheLargestBucketFallsBackToEager) {

@@ -23,6 +23,8 @@ namespace fleetplan {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::DrainEngine;
+using testing::ExpectPoolAtBaseline;
 using testing::RecordingObserver;
 using testing::RunEngine;
 using testing::TestCostModel;
@@ -369,28 +371,6 @@ void RunAlone(Engine& e, const Request& r) {
   }
 }
 
-// Runs steps back to back from `now` until the engine is idle; returns the end time.
-SimTime Drain(Engine& e, SimTime now) {
-  while (e.HasWork()) {
-    const auto end = e.StartStep(now);
-    if (!end) break;
-    now = *end;
-    e.FinishStep(now);
-    const Status st = e.CheckInvariants();
-    EXPECT_TRUE(st.ok()) << st.message();
-  }
-  return now;
-}
-
-void ExpectNoReferences(const Engine& e) {
-  EXPECT_EQ(e.pool().total_refs(), 0);
-  EXPECT_EQ(e.pool().free_count(), e.pool().total());
-  EXPECT_EQ(e.live_requests(), 0);
-  EXPECT_EQ(e.outstanding_tokens(), 0);
-  const Status st = e.CheckInvariants();
-  EXPECT_TRUE(st.ok()) << st.message();
-}
-
 TEST(EnginePrefixCache, OnlyCompleteBlocksEnterTheCache) {
   // For prompt lengths around block boundaries: request 1 computes the prompt (output 1:
   // nothing beyond it), request 2 repeats it. Hits = full blocks of the prompt; the
@@ -412,7 +392,7 @@ TEST(EnginePrefixCache, OnlyCompleteBlocksEnterTheCache) {
     EXPECT_EQ(obs.outcomes.at(2).cached_tokens, c.saved);
     EXPECT_EQ(e->stats().prefix_cache.lookups, 2);
     EXPECT_EQ(e->stats().prefill_tokens, c.prompt + (c.prompt - c.saved));
-    ExpectNoReferences(*e);
+    ExpectPoolAtBaseline(*e);
   }
 }
 
@@ -431,7 +411,7 @@ TEST(EnginePrefixCache, HitSkipsPrefillAndImprovesTtft) {
   EXPECT_EQ(ttft2, Ms(1) + Us(10) * 18);
   // The cost model's saving: 992 tokens at 10 us (this model has no attention term).
   EXPECT_EQ(e->stats().prefix_cache.saved_prefill, Us(10) * 992);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, WritersBlocksArePrivateUntilTheirStepCompletes) {
@@ -460,8 +440,8 @@ TEST(EnginePrefixCache, WritersBlocksArePrivateUntilTheirStepCompletes) {
   EXPECT_EQ(e->request(3)->num_computed, 64);
   e->FinishStep(end2);
   ASSERT_TRUE(e->CheckInvariants().ok()) << e->CheckInvariants().message();
-  Drain(*e, end2);
-  ExpectNoReferences(*e);
+  DrainEngine(*e, end2);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, CancelledWriterPublishesNothingFromTheStepInFlight) {
@@ -477,7 +457,7 @@ TEST(EnginePrefixCache, CancelledWriterPublishesNothingFromTheStepInFlight) {
   EXPECT_EQ(e->pool().published_total(), 0);
   RunAlone(*e, Req(2, end, {{42, 64}}, 1));
   EXPECT_EQ(obs.outcomes.at(2).cached_tokens, 0);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, NextTurnReusesThePreviousAnswer) {
@@ -493,7 +473,7 @@ TEST(EnginePrefixCache, NextTurnReusesThePreviousAnswer) {
   const ContentId answer = MakeContentId(SegmentKind::kAnswer, 10);
   RunAlone(*e, Req(11, SimTime() + Ms(500), {{42, 40}, {answer, 30}, {7, 20}}, 2));
   EXPECT_EQ(obs.outcomes.at(11).cached_tokens, 64);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, TenantsAreIsolatedUnlessSharingIsOptedIn) {
@@ -508,7 +488,7 @@ TEST(EnginePrefixCache, TenantsAreIsolatedUnlessSharingIsOptedIn) {
     RunAlone(*e, Req(3, SimTime() + Ms(20), {{42, 100}}, 1, /*tenant=*/0));
     EXPECT_EQ(obs.outcomes.at(2).cached_tokens, share ? 96 : 0) << "share " << share;
     EXPECT_EQ(obs.outcomes.at(3).cached_tokens, 96);
-    ExpectNoReferences(*e);
+    ExpectPoolAtBaseline(*e);
   }
 }
 
@@ -534,7 +514,7 @@ TEST(EnginePrefixCache, AdapterAndEngineScopeNeverHitAcross) {
   base.arrival = SimTime() + Ms(30);
   RunAlone(*e, base);
   EXPECT_EQ(obs.outcomes.at(4).cached_tokens, 0);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, InvalidatingATenantLeavesOtherTenantsAvailable) {
@@ -554,7 +534,7 @@ TEST(EnginePrefixCache, InvalidatingATenantLeavesOtherTenantsAvailable) {
   // Tenant 0 republished under its new generation and hits again.
   RunAlone(*e, Req(5, SimTime() + Ms(40), {{42, 100}}, 1, 0));
   EXPECT_EQ(obs.outcomes.at(5).cached_tokens, 96);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, InvalidationWhileReferencedFreesOnLastReleaseAndStopsPublishing) {
@@ -569,12 +549,12 @@ TEST(EnginePrefixCache, InvalidationWhileReferencedFreesOnLastReleaseAndStopsPub
   EXPECT_EQ(e->pool().cached_count(), 0);  // visibility goes first
   EXPECT_EQ(e->pool().used_count(), 4);    // still referenced: freed when request 1 ends
   ASSERT_TRUE(e->CheckInvariants().ok()) << e->CheckInvariants().message();
-  Drain(*e, now);
+  DrainEngine(*e, now);
   // Its answer blocks were computed under the old revision: never published.
   EXPECT_EQ(e->pool().published_total(), 4);
   EXPECT_EQ(e->pool().cached_count(), 0);
   EXPECT_EQ(obs.outcomes.at(1).output_tokens, 40);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, EvictionFollowsTheFreeListFromTheLeastRecentlyReleased) {
@@ -605,7 +585,7 @@ TEST(EnginePrefixCache, EvictionFollowsTheFreeListFromTheLeastRecentlyReleased) 
   // B kept only its head block.
   RunAlone(*e, Req(5, end4, {{200, 48}}, 1));
   EXPECT_EQ(obs.outcomes.at(5).cached_tokens, 16);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, HitBlocksOnTheFreeListAreNotCountedAsFreeForTheRest) {
@@ -621,7 +601,7 @@ TEST(EnginePrefixCache, HitBlocksOnTheFreeListAreNotCountedAsFreeForTheRest) {
                  Req(3, SimTime() + Ms(10) + Us(1), {{100, 48}, {5, 31}}, 1)});
   EXPECT_EQ(obs.outcomes.at(3).cached_tokens, 48);
   EXPECT_GE(*obs.outcomes.at(3).first_token, *obs.outcomes.at(2).finish);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, PreemptedRequestFindsItsOwnPublishedBlocks) {
@@ -641,7 +621,7 @@ TEST(EnginePrefixCache, PreemptedRequestFindsItsOwnPublishedBlocks) {
   EXPECT_GE(obs.outcomes.at(2).preemptions, 1);
   EXPECT_GE(obs.outcomes.at(2).cached_tokens, 16);
   for (RequestId id : {1, 2}) EXPECT_EQ(obs.outcomes.at(id).output_tokens, 40);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, ReserveAdmissionAllocatesOnlyWhatTheHitDoesNotCover) {
@@ -657,9 +637,9 @@ TEST(EnginePrefixCache, ReserveAdmissionAllocatesOnlyWhatTheHitDoesNotCover) {
   EXPECT_EQ(e->request(2)->blocks.size(), 10u);
   EXPECT_EQ(e->pool().used_count(), 10);
   e->FinishStep(end);
-  Drain(*e, end);
+  DrainEngine(*e, end);
   EXPECT_EQ(obs.outcomes.at(2).cached_tokens, 96);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, ForkSharesSealedBlocksAndCopiesThePartialTail) {
@@ -689,12 +669,12 @@ TEST(EnginePrefixCache, ForkSharesSealedBlocksAndCopiesThePartialTail) {
   EXPECT_EQ(obs.outcomes.at(102).first_token, now);
   EXPECT_EQ(e->pool().refcount(parent[0]), 3);
   ASSERT_TRUE(e->CheckInvariants().ok()) << e->CheckInvariants().message();
-  Drain(*e, now);
+  DrainEngine(*e, now);
   EXPECT_EQ(obs.outcomes.at(1).output_tokens, 10);
   EXPECT_EQ(obs.outcomes.at(100).output_tokens, 6);
   EXPECT_EQ(obs.outcomes.at(101).output_tokens, 3);
   EXPECT_EQ(obs.outcomes.at(100).input_tokens, 40);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, ForkWithoutAFreeBlockForTheTailChangesNothing) {
@@ -749,7 +729,7 @@ TEST(EnginePrefixCache, DisabledCacheTakesNoHitsAndPublishesNothing) {
   EXPECT_EQ(e->pool().published_total(), 0);
   EXPECT_EQ(e->stats().prefix_cache.lookups, 0);
   e->Invalidate({InvalidationKind::kModelRevision, kAllTargets});  // no-op
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 TEST(EnginePrefixCache, DeadlinePredictionCountsTheCachedPrefix) {
@@ -768,7 +748,7 @@ TEST(EnginePrefixCache, DeadlinePredictionCountsTheCachedPrefix) {
   RunAlone(*e, warm);
   EXPECT_EQ(obs.outcomes.at(3).status, RequestStatus::kOk);
   EXPECT_EQ(obs.outcomes.at(3).cached_tokens, 1984);
-  ExpectNoReferences(*e);
+  ExpectPoolAtBaseline(*e);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleet/fleet_scenarios.h"
 
 namespace fleetplan {
 namespace {
@@ -121,36 +122,11 @@ TEST(PrefixPlacement, ShortPromptsHaveNoPrefixKey) {
 
 // --- a fleet with a hot tenant ---------------------------------------------------------
 
-// One tenant sends ~92% of the traffic (Zipf 4 over 4 tenants), each request 3,000
-// tokens of tenant instructions + 200 unique, 100 output tokens; one replica serves
-// about 10 such requests per second (max_running 16).
+// The hot tenant (fleet_scenarios.h) on four replicas; one replica serves about 10 of
+// its requests per second (max_running 16).
 std::string HotTenant(const std::string& router, const std::string& rate) {
-  return "version: 1\n"
-         "name: replication\n"
-         "seed: 11\n"
-         "model: {name: llama-3.1-8b, max_context: 16384}\n"
-         "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}\n"
-         "deployment: {replicas: 4, tp: 1, gpu_memory_utilization: 0.3}\n"
-         "engine:\n"
-         "  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 16, chunk_tokens: 1024}\n"
-         "  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: 0.1ms}}\n"
-         "  host_overhead: 0.3ms\n"
-         "  prefix_cache: {enabled: true}\n"
-         "router:\n" +
-         router +
-         "workload:\n"
-         "  requests: 4000\n"
-         "  arrival: {process: poisson, rate: " + rate + "}\n"
-         "  tenants: {count: 4, popularity: {zipf: 4}}\n"
-         "  classes:\n"
-         "    chat:\n"
-         "      share: 1.0\n"
-         "      prompt:\n"
-         "        - {segment: tenant-instructions, tokens: 3000}\n"
-         "        - {segment: unique, tokens: 200}\n"
-         "      output_tokens: 100\n"
-         "slo:\n"
-         "  chat: {ttft: 1s}\n";
+  return testing::FleetScenario(router, testing::HotTenantWorkload(4000, rate), "  chat: {ttft: 1s}\n",
+                                "max_running: 16");
 }
 
 const std::string kCacheAware = "  policy: cache-aware\n  telemetry_delay: 20ms\n";

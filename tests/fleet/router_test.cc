@@ -15,31 +15,13 @@
 #include "fleetplan/fleet/prefix_view.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleet/fleet_scenarios.h"
 #include "fleetplan/metrics/records_io.h"
 
 namespace fleetplan {
 namespace {
 
-// Four replicas of llama-3.1-8b with an affine step model; `router` and `workload` are
-// spliced in (the router block starts on line 13).
-std::string FleetScenario(const std::string& router, const std::string& workload, const std::string& slo,
-                          const std::string& scheduler = "max_running: 64") {
-  return "version: 1\n"                                                     // 1
-         "name: routers\n"                                                  // 2
-         "seed: 11\n"                                                       // 3
-         "model: {name: llama-3.1-8b, max_context: 16384}\n"                // 4
-         "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}\n"      // 5
-         "deployment: {replicas: 4, tp: 1, gpu_memory_utilization: 0.3}\n"  // 6
-         "engine:\n"                                                        // 7
-         "  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, " +
-         scheduler +
-         ", chunk_tokens: 1024}\n"  // 8
-         "  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: 0.1ms}}\n"  // 9
-         "  host_overhead: 0.3ms\n"           // 10
-         "  prefix_cache: {enabled: true}\n"  // 11
-         "router:\n"                          // 12
-         + router + "workload:\n" + workload + "slo:\n" + slo;
-}
+using testing::FleetScenario;
 
 Expected<Json> RunReport(const std::string& text) {
   FP_ASSIGN_OR_RETURN(Scenario s, LoadScenarioText(text, "r.yaml", ""));
@@ -298,20 +280,9 @@ TEST(RouterOutcome, CacheAwareBeatsRoundRobinOnPrefixHeavyTraffic) {
   EXPECT_GT(goodput(*precise), goodput(*rr));
 }
 
-// One tenant sends ~92% of the traffic (Zipf 4 over 4 tenants), more than one replica
-// can serve (max_running 16).
-std::string HotTenantWorkload() {
-  return "  requests: 1600\n"
-         "  arrival: {process: poisson, rate: 40/s}\n"
-         "  tenants: {count: 4, popularity: {zipf: 4}}\n"
-         "  classes:\n"
-         "    chat:\n"
-         "      share: 1.0\n"
-         "      prompt:\n"
-         "        - {segment: tenant-instructions, tokens: 3000}\n"
-         "        - {segment: unique, tokens: 200}\n"
-         "      output_tokens: 100\n";
-}
+// The hot tenant (fleet_workloads.h) at 40/s: more than one replica can serve
+// (max_running 16).
+std::string HotTenantWorkload() { return testing::HotTenantWorkload(1600, "40/s"); }
 
 TEST(RouterOutcome, PureCacheAffinityMakesAHotspotThatCacheAwareAvoids) {
   const std::string slo = "  chat: {ttft: 1s}\n";
