@@ -76,6 +76,8 @@ Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup
     sim->transfer_queue_.assign(n, {});
     sim->reserved_blocks_.assign(n, 0);
     sim->reserved_requests_.assign(n, 0);
+    sim->pending_requests_.assign(n, 0);
+    sim->pending_tokens_.assign(n, 0);
     sim->links_.resize(n);
     sim->link_owner_.assign(n, {});
     sim->link_event_at_.assign(n, std::nullopt);
@@ -143,6 +145,10 @@ void Simulation::RefreshTelemetry(SimTime now) {
     const Engine& e = *engines_[i];
     telemetry_[i] = ReplicaTelemetry{e.waiting_count(), e.running_count(), e.outstanding_tokens(),
                                      e.pool().used_count(), e.pool().total(), now};
+    if (!pending_requests_.empty()) {
+      telemetry_[i].waiting += pending_requests_[i];
+      telemetry_[i].outstanding_tokens += pending_tokens_[i];
+    }
     sent_requests_[i] = 0;
     sent_tokens_[i] = 0;
     adapter_sent_[i].clear();

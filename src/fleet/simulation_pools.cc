@@ -80,6 +80,7 @@ void Simulation::StartHandoff(const Request& r, int32_t serving, SimTime now) {
   h.request = r;
   h.serving = serving;
   h.since = now;
+  CountPending(h, +1);
   if (r.cancel_at) queue_.Push(std::max(*r.cancel_at, now), EventKind::kCancel, -1, r.id);
   auto& waiting = admission_queue_[static_cast<size_t>(serving)];
   if (waiting.empty() && DecodeSlotPredicted(serving, blocks)) {
@@ -132,6 +133,12 @@ void Simulation::DrainAdmission(int32_t serving, SimTime now) {
   }
 }
 
+void Simulation::CountPending(const Handoff& h, int sign) {
+  const auto s = static_cast<size_t>(h.serving);
+  pending_requests_[s] += sign;
+  pending_tokens_[s] += sign * h.request.output_tokens;
+}
+
 void Simulation::ReleaseReservation(Handoff& h) {
   if (h.reserved_blocks == 0) return;
   const auto s = static_cast<size_t>(h.serving);
@@ -149,6 +156,7 @@ bool Simulation::OnPrefillEnded(const RequestOutcome& o) {
     // Rejected, cancelled or timed out on the prefill replica: it ends there.
     const int32_t serving = h.serving;
     ReleaseReservation(h);
+    CountPending(h, -1);
     handoffs_.erase(it);
     DrainAdmission(serving, now);
     return false;
@@ -189,6 +197,7 @@ void Simulation::StartTransfer(Handoff& h, SimTime now) {
   const DisaggregationConfig& c = setup_.disaggregation;
   h.stage = Stage::kTransfer;
   h.since = now;
+  CountPending(h, -1);  // the serving replica's engine counts it from here
   ++h.attempts;
   ++stages_.transfers;
   const RequestId id = h.request.id;
@@ -297,6 +306,7 @@ void Simulation::AfterFailedAttempt(RequestId id, SimTime now) {
     ++stages_.retries;
     h.stage = Stage::kTransferQueue;
     h.since = now;
+    CountPending(h, +1);
     transfer_queue_[static_cast<size_t>(serving)].push_back(id);
     TryStartTransfers(serving, now);
     return;
@@ -331,6 +341,7 @@ void Simulation::OnHandoffDeadline(RequestId id, SimTime now) {
   const Request r = h.request;
   const int32_t serving = h.serving;
   ReleaseReservation(h);
+  CountPending(h, -1);
   handoffs_.erase(it);
   EndInFleet(r, serving, RequestStatus::kTimeout, now,
              "deadline passed waiting for a decode slot or a KV transfer");
@@ -356,6 +367,7 @@ void Simulation::CancelHandoff(Handoff& h, SimTime now) {
   const Request r = h.request;
   const int32_t serving = h.serving;
   ReleaseReservation(h);
+  if (h.stage != Stage::kTransfer) CountPending(h, -1);
   handoffs_.erase(r.id);
   EndInFleet(r, serving, RequestStatus::kCancelled, now, {});
   DrainAdmission(serving, now);

@@ -247,6 +247,9 @@ class Simulation {
   void AfterFailedAttempt(RequestId id, SimTime now);
   void CancelHandoff(Handoff& h, SimTime now);
   void ReleaseReservation(Handoff& h);
+  // Adds (+1) or removes (-1) a handoff from its serving replica's pending load: from its
+  // arrival to its transfer's start (and again while a failed attempt waits to retry).
+  void CountPending(const Handoff& h, int sign);
   // Deterministic uniform [0, 1) draw for a request's attempt (faults).
   double FaultDraw(RequestId id, int32_t attempt, uint64_t salt) const;
   void OnEnded(const RequestOutcome& o);
@@ -296,6 +299,10 @@ class Simulation {
   std::vector<std::deque<RequestId>> transfer_queue_;      // per serving replica
   std::vector<int64_t> reserved_blocks_;                   // per serving replica
   std::vector<int64_t> reserved_requests_;                 // per serving replica
+  // Per serving replica: handoffs bound for it that its engine does not hold yet; the
+  // router sees them as waiting requests and their answers as outstanding tokens.
+  std::vector<int64_t> pending_requests_;
+  std::vector<int64_t> pending_tokens_;
   std::vector<std::optional<KvTransferLink>> links_;       // per prefill replica
   std::vector<std::map<int64_t, RequestId>> link_owner_;   // per prefill replica: transfer id -> request
   std::vector<std::optional<SimTime>> link_event_at_;      // per prefill replica: pending kTransferProgress
