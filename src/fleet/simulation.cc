@@ -299,6 +299,7 @@ void Simulation::Cancel(const Event& e) {
     replica = it->second.replica;
   }
   engines_[static_cast<size_t>(replica)]->Cancel(e.request, now_);
+  AfterRelease(replica, now_);
   MaybeStart(replica, now_);
 }
 
@@ -361,7 +362,18 @@ Json Simulation::ReplicaReportJson(Duration span) {
 void Simulation::MaybeStart(int32_t replica, SimTime now) {
   Engine& e = *engines_[static_cast<size_t>(replica)];
   if (e.step_in_flight() || !e.HasWork()) return;
-  if (const auto end = e.StartStep(now)) queue_.Push(*end, EventKind::kStepDone, replica);
+  if (const auto end = e.StartStep(now)) {
+    queue_.Push(*end, EventKind::kStepDone, replica);
+    return;
+  }
+  // Planning found nothing to run (its waiting requests timed out): blocks may be free.
+  AfterRelease(replica, now);
+}
+
+void Simulation::AfterRelease(int32_t replica, SimTime now) {
+  if (prefill_.empty() || role(replica) == PoolRole::kPrefill) return;
+  TryStartTransfers(replica, now);
+  DrainAdmission(replica, now);
 }
 
 bool Simulation::Drained() const {
@@ -398,11 +410,7 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
         engine.FinishStep(now_);
         ReplicaFigures& f = figures_[static_cast<size_t>(e.replica)];
         f.max_queue_depth = std::max(f.max_queue_depth, engine.waiting_count());
-        if (!prefill_.empty() && role(e.replica) != PoolRole::kPrefill) {
-          // Blocks may have been freed: prefilled requests import, waiting ones admit.
-          TryStartTransfers(e.replica, now_);
-          DrainAdmission(e.replica, now_);
-        }
+        AfterRelease(e.replica, now_);
         MaybeStart(e.replica, now_);
         break;
       }

@@ -254,6 +254,9 @@ class Simulation {
   double FaultDraw(RequestId id, int32_t attempt, uint64_t salt) const;
   void OnEnded(const RequestOutcome& o);
   void MaybeStart(int32_t replica, SimTime now);
+  // Pools: after `replica` may have freed blocks, prefilled requests bound for it import
+  // and waiting ones are admitted to prefill.
+  void AfterRelease(int32_t replica, SimTime now);
   void RefreshTelemetry(SimTime now);
   std::vector<ReplicaView> BuildView(const std::vector<int32_t>& replicas) const;
   // True when nothing can happen any more but pending invalidations.
