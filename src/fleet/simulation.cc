@@ -118,6 +118,7 @@ Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup
   sim->adapter_sent_.assign(n, {});
   sim->awaiting_first_token_.assign(n, {});
   sim->figures_.assign(n, ReplicaFigures{});
+  sim->in_engine_call_.assign(n, 0);
   return sim;
 }
 
@@ -298,7 +299,10 @@ void Simulation::Cancel(const Event& e) {
     if (it == routes_.end()) return;  // already ended
     replica = it->second.replica;
   }
-  engines_[static_cast<size_t>(replica)]->Cancel(e.request, now_);
+  {
+    EngineCall call(this, replica);
+    engines_[static_cast<size_t>(replica)]->Cancel(e.request, now_);
+  }
   AfterRelease(replica, now_);
   MaybeStart(replica, now_);
 }
@@ -361,8 +365,13 @@ Json Simulation::ReplicaReportJson(Duration span) {
 
 void Simulation::MaybeStart(int32_t replica, SimTime now) {
   Engine& e = *engines_[static_cast<size_t>(replica)];
-  if (e.step_in_flight() || !e.HasWork()) return;
-  if (const auto end = e.StartStep(now)) {
+  if (in_engine_call_[static_cast<size_t>(replica)] != 0 || e.step_in_flight() || !e.HasWork()) return;
+  std::optional<SimTime> end;
+  {
+    EngineCall call(this, replica);
+    end = e.StartStep(now);
+  }
+  if (end) {
     queue_.Push(*end, EventKind::kStepDone, replica);
     return;
   }
@@ -407,7 +416,10 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
         break;
       case EventKind::kStepDone: {
         Engine& engine = *engines_[static_cast<size_t>(e.replica)];
-        engine.FinishStep(now_);
+        {
+          EngineCall call(this, e.replica);
+          engine.FinishStep(now_);
+        }
         ReplicaFigures& f = figures_[static_cast<size_t>(e.replica)];
         f.max_queue_depth = std::max(f.max_queue_depth, engine.waiting_count());
         AfterRelease(e.replica, now_);

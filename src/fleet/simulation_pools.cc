@@ -158,7 +158,7 @@ bool Simulation::OnPrefillEnded(const RequestOutcome& o) {
     ReleaseReservation(h);
     CountPending(h, -1);
     handoffs_.erase(it);
-    DrainAdmission(serving, now);
+    AfterRelease(serving, now);
     return false;
   }
   stages_.prefill_stage_ns.push_back((now - h.since).ns());
@@ -260,7 +260,9 @@ void Simulation::OnTransferArrived(RequestId id, SimTime now) {
   stages_.transfer_ns.push_back((now - h.since).ns());
   const int32_t serving = h.serving;
   handoffs_.erase(it);
+  FP_ASSERT(in_engine_call_[static_cast<size_t>(serving)] == 0);
   e.FinishImport(id, now);  // may end the request at once (a one-token answer)
+  AfterRelease(serving, now);
   MaybeStart(serving, now);
 }
 
@@ -322,7 +324,7 @@ void Simulation::AfterFailedAttempt(RequestId id, SimTime now) {
     ++stages_.recomputations;
     SubmitTo(serving, r, now, /*schedule_cancel=*/false);  // its kCancel is already queued
   }
-  DrainAdmission(serving, now);
+  AfterRelease(serving, now);
 }
 
 void Simulation::OnHandoffDeadline(RequestId id, SimTime now) {
@@ -345,7 +347,7 @@ void Simulation::OnHandoffDeadline(RequestId id, SimTime now) {
   handoffs_.erase(it);
   EndInFleet(r, serving, RequestStatus::kTimeout, now,
              "deadline passed waiting for a decode slot or a KV transfer");
-  DrainAdmission(serving, now);
+  AfterRelease(serving, now);
 }
 
 void Simulation::CancelHandoff(Handoff& h, SimTime now) {
@@ -353,7 +355,10 @@ void Simulation::CancelHandoff(Handoff& h, SimTime now) {
   switch (h.stage) {
     case Stage::kPrefill: {
       const int32_t p = h.prefill;
-      engines_[static_cast<size_t>(p)]->Cancel(h.request.id, now);  // its outcome ends the handoff
+      {
+        EngineCall call(this, p);
+        engines_[static_cast<size_t>(p)]->Cancel(h.request.id, now);  // its outcome ends the handoff
+      }
       MaybeStart(p, now);
       return;
     }
@@ -370,7 +375,7 @@ void Simulation::CancelHandoff(Handoff& h, SimTime now) {
   if (h.stage != Stage::kTransfer) CountPending(h, -1);
   handoffs_.erase(r.id);
   EndInFleet(r, serving, RequestStatus::kCancelled, now, {});
-  DrainAdmission(serving, now);
+  AfterRelease(serving, now);
 }
 
 namespace {

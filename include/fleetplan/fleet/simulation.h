@@ -253,7 +253,25 @@ class Simulation {
   // Deterministic uniform [0, 1) draw for a request's attempt (faults).
   double FaultDraw(RequestId id, int32_t attempt, uint64_t salt) const;
   void OnEnded(const RequestOutcome& o);
+  // Starts a step on `replica` if it is idle with work, unless the replica is inside an
+  // engine call already (its callbacks can reach here: a request ending on a prefill
+  // replica admits the next handoff to the same replica); the caller of that engine
+  // call starts it afterwards.
   void MaybeStart(int32_t replica, SimTime now);
+  // Marks `replica` as inside an engine call for the guard's lifetime.
+  class EngineCall {
+   public:
+    EngineCall(Simulation* sim, int32_t replica) : busy_(sim->in_engine_call_[static_cast<size_t>(replica)]) {
+      FP_ASSERT(busy_ == 0);  // engine calls on one replica never nest
+      busy_ = 1;
+    }
+    ~EngineCall() { busy_ = 0; }
+    EngineCall(const EngineCall&) = delete;
+    EngineCall& operator=(const EngineCall&) = delete;
+
+   private:
+    char& busy_;
+  };
   // Pools: after `replica` may have freed blocks, prefilled requests bound for it import
   // and waiting ones are admitted to prefill.
   void AfterRelease(int32_t replica, SimTime now);
@@ -290,6 +308,7 @@ class Simulation {
   std::map<RequestId, std::pair<int32_t, Request>> delayed_;  // waiting for an adapter load
   std::vector<std::set<std::pair<int64_t, RequestId>>> awaiting_first_token_;  // (arrival ns, id)
   std::vector<ReplicaFigures> figures_;
+  std::vector<char> in_engine_call_;  // per replica: inside StartStep, FinishStep or Cancel
   RequestSource* source_ = nullptr;
   std::optional<SimTime> first_arrival_;
   SimTime now_;
