@@ -138,8 +138,8 @@ int32_t Engine::NewSlot(const Request& r, SimTime now) {
     slots_.emplace_back();
   }
   Live& l = slots_[static_cast<size_t>(slot)];
-  l = Live{};
-  l.req = r;
+  l.ResetKeepingCapacity();
+  l.req = r;  // copy-assignment reuses the kept prompt capacity
   l.num_tokens = r.prompt_tokens();
   l.enqueued_step = step_index_;
   l.last_token = now;
@@ -152,7 +152,7 @@ int32_t Engine::NewSlot(const Request& r, SimTime now) {
 void Engine::FreeSlot(int32_t slot) {
   Live& l = slots_[static_cast<size_t>(slot)];
   index_.erase(l.req.id);
-  l = Live{};  // drops the prompt and block vectors: per-request state is freed
+  l.ResetKeepingCapacity();  // per-request state is dropped; vector capacity stays for reuse
   free_slots_.push_back(slot);
 }
 

@@ -1,5 +1,6 @@
 // Engine::Live: the per-request state of a live request (internal to the engine's .cc
-// files; engine.h documents the arithmetic). Freed when the request ends.
+// files; engine.h documents the arithmetic). Reset when the request ends; the slot keeps
+// only the capacity of its vectors for the next request (see ResetKeepingCapacity).
 #pragma once
 
 #include <optional>
@@ -36,6 +37,24 @@ struct Engine::Live {
   bool publishable = true;     // false once an invalidation changed its scope
   int64_t sealed = 0;
   int64_t cached_tokens = 0;   // tokens taken from the cache, over admissions
+
+  // Back to a default-constructed Live, except that the prompt, block and hash vectors
+  // keep their capacity (emptied): with the prefix cache on, the hash vector alone is
+  // ~1.2 KB per request, past glibc's thread cache, and was freed and reallocated for
+  // every request. What stays allocated is bounded by the peak number of live requests
+  // times the largest request each slot has held; nothing of the old request survives.
+  void ResetKeepingCapacity() {
+    std::vector<PromptSegment> kept_prompt = std::move(req.prompt);
+    std::vector<BlockId> kept_blocks = std::move(blocks);
+    std::vector<BlockHash> kept_hashes = std::move(hashes);
+    *this = Live{};
+    kept_prompt.clear();
+    kept_blocks.clear();
+    kept_hashes.clear();
+    req.prompt = std::move(kept_prompt);
+    blocks = std::move(kept_blocks);
+    hashes = std::move(kept_hashes);
+  }
 
   // Tokens still to compute: the last sampled token is never computed.
   int64_t remaining_work() const { return req.prompt_tokens() + req.output_tokens - 1 - num_computed; }

@@ -17,63 +17,65 @@ inline void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
 KvBlockPool::KvBlockPool(int64_t total_blocks) : index_(total_blocks) {
   FP_ASSERT(total_blocks >= 0 && total_blocks <= std::numeric_limits<int32_t>::max());
   state_.assign(static_cast<size_t>(total_blocks), BlockState{});
+  size_t capacity = 2;
+  while (capacity < 2 * static_cast<size_t>(total_blocks)) capacity *= 2;
+  FP_ASSERT(capacity <= (size_t{1} << 32));  // positions are 32-bit
+  ring_.assign(capacity, kNoBlock);
+  ring_mask_ = static_cast<uint32_t>(capacity - 1);
   for (BlockId b = 0; b < static_cast<BlockId>(total_blocks); ++b) PushTail(b);
 }
 
-void KvBlockPool::PushTail(BlockId b) {
-  BlockState& s = state_[Idx(b)];
-  s.prev = tail_;
-  s.next = kNoBlock;
-  if (tail_ != kNoBlock) {
-    state_[Idx(tail_)].next = b;
-  } else {
-    head_ = b;
+void KvBlockPool::Compact() {
+  uint32_t to = head_;
+  for (uint32_t from = head_; from != tail_; ++from) {
+    const BlockId b = RingAt(from);
+    if (b == kNoBlock) continue;
+    RingAt(to) = b;  // to <= from: nothing unread is overwritten
+    state_[Idx(b)].pos = to;
+    ++to;
   }
-  tail_ = b;
+  for (uint32_t p = to; p != tail_; ++p) RingAt(p) = kNoBlock;
+  tail_ = to;
+  holes_ = 0;
+}
+
+void KvBlockPool::PushTail(BlockId b) {
+  if (tail_ - head_ > ring_mask_) Compact();
+  RingAt(tail_) = b;
+  state_[Idx(b)].pos = tail_++;
   ++free_count_;
 }
 
 void KvBlockPool::PushHead(BlockId b) {
-  BlockState& s = state_[Idx(b)];
-  s.next = head_;
-  s.prev = kNoBlock;
-  if (head_ != kNoBlock) {
-    state_[Idx(head_)].prev = b;
-  } else {
-    tail_ = b;
-  }
-  head_ = b;
+  if (tail_ - head_ > ring_mask_) Compact();
+  RingAt(--head_) = b;
+  state_[Idx(b)].pos = head_;
   ++free_count_;
 }
 
 void KvBlockPool::Unlink(BlockId b) {
-  BlockState& s = state_[Idx(b)];
-  if (s.prev != kNoBlock) {
-    state_[Idx(s.prev)].next = s.next;
-  } else {
-    head_ = s.next;
-  }
-  if (s.next != kNoBlock) {
-    state_[Idx(s.next)].prev = s.prev;
-  } else {
-    tail_ = s.prev;
-  }
-  s.prev = kNoBlock;
-  s.next = kNoBlock;
+  RingAt(state_[Idx(b)].pos) = kNoBlock;
+  ++holes_;
   --free_count_;
+  // Keep the ends on blocks: skip the holes now at the head or the tail.
+  while (head_ != tail_ && RingAt(head_) == kNoBlock) {
+    ++head_;
+    --holes_;
+  }
+  while (head_ != tail_ && RingAt(tail_ - 1) == kNoBlock) {
+    --tail_;
+    --holes_;
+  }
 }
 
 inline BlockId KvBlockPool::PopHead() {
-  const BlockId b = head_;
-  BlockState& s = state_[Idx(b)];
-  head_ = s.next;
-  if (head_ != kNoBlock) {
-    state_[Idx(head_)].prev = kNoBlock;
-  } else {
-    tail_ = kNoBlock;
-  }
-  s.next = kNoBlock;
+  const BlockId b = RingAt(head_);
+  RingAt(head_++) = kNoBlock;
   --free_count_;
+  while (head_ != tail_ && RingAt(head_) == kNoBlock) {
+    ++head_;
+    --holes_;
+  }
   return b;
 }
 
@@ -88,13 +90,17 @@ inline void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
 bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
   FP_ASSERT(n >= 0);
   if (n > free_count_) return false;
-  if (n > 1) {
+  if (n > 1 && evictable_ > 0) {
     // The blocks to be taken are the first n of the free list; start loading the index
     // slots of the cached ones among them before evicting any (see BlockIndex::Prefetch).
+    // The ring gives their ids without reading their states, so these reads overlap.
     // A single block gains nothing: its slot would be read right after the hint.
-    BlockId ahead = head_;
-    for (int64_t i = 0; i < n; ++i, ahead = state_[Idx(ahead)].next) {
+    uint32_t p = head_;
+    for (int64_t i = 0; i < n; ++p) {
+      const BlockId ahead = RingAt(p);
+      if (ahead == kNoBlock) continue;
       if (state_[Idx(ahead)].tag != kUnpublished) index_.PrefetchBlock(ahead);
+      ++i;
     }
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -204,23 +210,39 @@ int64_t KvBlockPool::Invalidate(const std::function<bool(const CacheTag&)>& matc
 std::vector<BlockId> KvBlockPool::FreeListOrder() const {
   std::vector<BlockId> order;
   order.reserve(static_cast<size_t>(free_count_));
-  for (BlockId b = head_; b != kNoBlock; b = state_[Idx(b)].next) order.push_back(b);
+  for (uint32_t p = head_; p != tail_; ++p) {
+    if (RingAt(p) != kNoBlock) order.push_back(RingAt(p));
+  }
   return order;
 }
 
 Status KvBlockPool::CheckFreeList(int64_t& listed) const {
   listed = 0;
-  BlockId prev = kNoBlock;
-  for (BlockId b = head_; b != kNoBlock; b = state_[Idx(b)].next) {
-    if (listed > total()) return InternalError("free list has a cycle");
+  if (tail_ - head_ > ring_mask_ + 1) {
+    return InternalError(fmt::format("free list spans {} positions of a ring of {}", tail_ - head_, ring_.size()));
+  }
+  int64_t holes = 0;
+  for (uint32_t p = head_; p != tail_; ++p) {
+    const BlockId b = RingAt(p);
+    if (b == kNoBlock) {
+      ++holes;
+      continue;
+    }
+    if (b < 0 || Idx(b) >= state_.size()) return InternalError(fmt::format("free list holds block id {}", b));
     if (state_[Idx(b)].refs != 0) {
       return InternalError(fmt::format("block {} on the free list has refcount {}", b, state_[Idx(b)].refs));
     }
-    if (state_[Idx(b)].prev != prev) return InternalError(fmt::format("block {} has a broken prev link", b));
-    prev = b;
+    // A block records one position, so this also makes every listed block distinct.
+    if (state_[Idx(b)].pos != p) return InternalError(fmt::format("block {} is listed away from its position", b));
     ++listed;
   }
-  if (prev != tail_) return InternalError("free-list tail does not match the last listed block");
+  if (holes != holes_) return InternalError(fmt::format("the free list has {} holes but counts {}", holes, holes_));
+  if (head_ != tail_ && (RingAt(head_) == kNoBlock || RingAt(tail_ - 1) == kNoBlock)) {
+    return InternalError("the free list starts or ends with a hole");
+  }
+  for (uint32_t p = tail_; p != head_ + ring_mask_ + 1; ++p) {
+    if (RingAt(p) != kNoBlock) return InternalError("the ring holds a block outside the free list");
+  }
   return Status::Ok();
 }
 

@@ -1,5 +1,9 @@
 #include "fleetplan/engine/kv_pool.h"
 
+#include <algorithm>
+#include <deque>
+#include <random>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -60,6 +64,113 @@ TEST(KvBlockPool, EmptyPool) {
   std::vector<BlockId> a;
   EXPECT_TRUE(pool.Allocate(0, a));
   EXPECT_FALSE(pool.Allocate(1, a));
+  EXPECT_TRUE(pool.CheckInvariants().ok());
+}
+
+TEST(KvBlockPool, HitAndInvalidationKeepTheOrderOfTheRest) {
+  KvBlockPool pool(6);
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(6, a));
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(pool.Publish(a[i], BlockHash{1, i + 1}, CacheTag{0, -1, 0}));
+  pool.Release(a);  // free: 5 4 3 2 1 0, all cached
+  pool.Acquire(3);  // a hit takes 3 out of the middle
+  EXPECT_THAT(pool.FreeListOrder(), ElementsAre(5, 4, 2, 1, 0));
+  EXPECT_TRUE(pool.CheckInvariants().ok());
+  pool.Acquire(5);  // ... and out of the head
+  pool.Acquire(0);  // ... and out of the tail
+  EXPECT_THAT(pool.FreeListOrder(), ElementsAre(4, 2, 1));
+  EXPECT_TRUE(pool.CheckInvariants().ok());
+  std::vector<BlockId> b;
+  ASSERT_TRUE(pool.Allocate(1, b));  // evicts 4
+  EXPECT_THAT(b, ElementsAre(4));
+  EXPECT_EQ(pool.evictions(), 1);
+  EXPECT_TRUE(pool.CheckInvariants().ok());
+}
+
+// The free list against a plain deque of block ids, over random allocations, releases,
+// hits on free blocks and invalidations, on a pool small enough that the ring fills
+// with holes and is compacted many times (and its positions wrap below zero at the
+// first invalidation). "This order is the eviction order."
+TEST(KvBlockPool, FreeListOrderMatchesAReferenceQueue) {
+  constexpr int64_t kBlocks = 12;
+  KvBlockPool pool(kBlocks);
+  std::deque<BlockId> ref;
+  for (BlockId b = 0; b < kBlocks; ++b) ref.push_back(b);
+  std::vector<std::vector<BlockId>> held;
+  std::mt19937_64 rng(11);
+  uint64_t next_hash = 1;
+  for (int step = 0; step < 20000; ++step) {
+    const int op = static_cast<int>(rng() % 5);
+    if (op == 0) {  // allocate, and publish some of the blocks
+      const auto n = static_cast<int64_t>(rng() % 4);
+      std::vector<BlockId> got;
+      const bool ok = pool.Allocate(n, got);
+      ASSERT_EQ(ok, n <= static_cast<int64_t>(ref.size()));
+      if (!ok) continue;
+      for (BlockId b : got) {
+        ASSERT_EQ(b, ref.front());
+        ref.pop_front();
+        if (rng() % 2 == 0) {
+          ASSERT_TRUE(pool.Publish(b, BlockHash{7, next_hash++}, CacheTag{0, -1, 0}));
+        }
+      }
+      held.push_back(got);
+    } else if (op == 1 && !held.empty()) {  // release a request's blocks, last to first
+      const size_t i = rng() % held.size();
+      pool.Release(held[i]);
+      for (auto it = held[i].rbegin(); it != held[i].rend(); ++it) ref.push_back(*it);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (op >= 2 && op <= 3 && !ref.empty()) {  // a hit on a cached block anywhere in the list
+      const BlockId b = ref[rng() % ref.size()];
+      if (!pool.published(b)) continue;
+      pool.Acquire(b);
+      ref.erase(std::find(ref.begin(), ref.end(), b));
+      if (rng() % 4 != 0) {  // a short request: back to the tail at once, leaving a hole
+        const BlockId one[] = {b};
+        pool.Release(one);
+        ref.push_back(b);
+      } else {
+        held.push_back({b});
+      }
+    } else if (op == 4 && rng() % 8 == 0) {  // invalidate all: free published blocks to the head
+      std::vector<BlockId> moved;
+      for (BlockId b = 0; b < kBlocks; ++b) {
+        if (pool.published(b) && pool.refcount(b) == 0) moved.push_back(b);
+      }
+      pool.Invalidate([](const CacheTag&) { return true; });
+      for (BlockId b : moved) {  // in id order, each to the head
+        ref.erase(std::find(ref.begin(), ref.end(), b));
+        ref.push_front(b);
+      }
+    }
+    ASSERT_THAT(pool.FreeListOrder(), ::testing::ElementsAreArray(ref.begin(), ref.end())) << "step " << step;
+    ASSERT_TRUE(pool.CheckInvariants().ok()) << "step " << step << ": " << pool.CheckInvariants().message();
+  }
+}
+
+// Hits on free blocks behind the head leave holes the head never reaches; the ring
+// (capacity 2 × 4 here) fills with them and is compacted, and the order survives.
+TEST(KvBlockPool, HolesFillTheRingAndCompactionKeepsTheOrder) {
+  KvBlockPool pool(4);
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(4, a));
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(pool.Publish(a[i], BlockHash{2, i + 1}, CacheTag{0, -1, 0}));
+  pool.Release(a);  // free: 3 2 1 0
+  std::deque<BlockId> ref = {3, 2, 1, 0};
+  for (int round = 0; round < 50; ++round) {
+    const BlockId b = ref[1 + static_cast<size_t>(round) % 3];  // never the head
+    pool.Acquire(b);
+    const BlockId one[] = {b};
+    pool.Release(one);
+    ref.erase(std::find(ref.begin(), ref.end(), b));
+    ref.push_back(b);
+    ASSERT_THAT(pool.FreeListOrder(), ::testing::ElementsAreArray(ref.begin(), ref.end())) << "round " << round;
+    ASSERT_TRUE(pool.CheckInvariants().ok()) << "round " << round << ": " << pool.CheckInvariants().message();
+  }
+  std::vector<BlockId> all;
+  ASSERT_TRUE(pool.Allocate(4, all));
+  EXPECT_THAT(all, ::testing::ElementsAreArray(ref.begin(), ref.end()));
+  EXPECT_EQ(pool.evictions(), 4);
   EXPECT_TRUE(pool.CheckInvariants().ok());
 }
 

@@ -17,12 +17,26 @@
 //   free             0         yes           no       (last Release of a private block,
 //                                                      eviction, invalidation)
 //
-// The free list is intrusive (prev/next arrays indexed by block id) and its order is the
-// reuse order, hence the eviction order (LRU): Allocate takes from the head, Release
-// appends at the tail. Release takes a request's blocks in reverse, so a finished
-// request's tail block is reused before its head (the head is the most shareable).
-// Invalidation moves the blocks it unpublishes to the head: they hold nothing reusable.
-// A block's eviction is decided by this order and the budget alone.
+// The free list's order is the reuse order, hence the eviction order (LRU): Allocate
+// takes from the head, Release appends at the tail. Release takes a request's blocks in
+// reverse, so a finished request's tail block is reused before its head (the head is the
+// most shareable). Invalidation moves the blocks it unpublishes to the head: they hold
+// nothing reusable. A block's eviction is decided by this order and the budget alone.
+//
+// The list is a ring of block ids rather than prev/next links, because Allocate takes
+// ~60 blocks at a time and, with links, each block's successor is known only once the
+// block's state has been read: one cache miss after another (with the prefix cache on
+// the pool's state no longer fits in L2; docs/PERFORMANCE.md "Engine", third round).
+// The ring holds the next blocks' ids in consecutive entries, so their misses overlap.
+// Each free block records its ring position; taking a block out of the middle (a cache
+// hit on a free block, invalidation) leaves a hole that the head and tail skip, and a
+// full ring is compacted in order. The order is exactly that of the linked list it
+// replaced.
+//
+//   ring    | .... | b7 | b3 | hole | b9 | ... | b4 | .... |
+//                    ^ head                      ^ tail - 1
+//   Neither end is ever a hole; "...." lies outside the list (empty). Positions are 32-bit
+//   sequence numbers that wrap: a position's slot is position & mask.
 //
 // Each published block carries a CacheTag (namespace, adapter, publishing class) for
 // invalidation and accounting; evictions and invalidations are counted per class.
@@ -30,7 +44,8 @@
 // Invariants (CheckInvariants recomputes each from scratch):
 //   free_count() == blocks on the free list == blocks with refcount 0;
 //   used_count() + free_count() == total(); total_refs() == sum of refcounts;
-//   list links are mutually consistent;
+//   the ring holds each free block once, at the position the block records; holes
+//   between head and tail are counted; head and tail - 1 are never holes;
 //   the index and the published flags are a bijection (entry h -> b iff b is published
 //   with hash h); evictable_count() == published blocks with refcount 0;
 //   published_total() == cached_count() + evictions() + invalidations().
@@ -128,21 +143,25 @@ class KvBlockPool {
 
  private:
   static constexpr int32_t kUnpublished = -1;
-  // Everything the pool keeps per block, together: 16 bytes, so an allocation, release,
+  // Everything the pool keeps per block, together: 12 bytes, so an allocation, release,
   // publication or eviction touches one cache line of pool state per block (separate
   // arrays cost one line each, and with the cache on the pool no longer fits in L2).
   struct BlockState {
     int32_t refs = 0;
-    BlockId prev = kNoBlock;  // free-list links, meaningful while refs == 0
-    BlockId next = kNoBlock;
     int32_t tag = kUnpublished;  // published: index into tags_
+    uint32_t pos = 0;            // ring position, meaningful while refs == 0
   };
   static size_t Idx(BlockId b) { return static_cast<size_t>(b); }
+  BlockId& RingAt(uint32_t pos) { return ring_[pos & ring_mask_]; }
+  BlockId RingAt(uint32_t pos) const { return ring_[pos & ring_mask_]; }
 
   void PushTail(BlockId b);
   void PushHead(BlockId b);
   void Unlink(BlockId b);
   BlockId PopHead();
+  // Rewrites the ring without holes, in order, from the head. Called when it is full,
+  // which leaves at least half of it holes: amortised O(1) per hole.
+  void Compact();
   // Drops a published block from the index and counts it for its class.
   void Unpublish(BlockId b, std::vector<int64_t>& by_class);
   // The id of `tag` in tags_, adding it the first time it is seen.
@@ -159,8 +178,13 @@ class KvBlockPool {
   std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t> tag_ids_;
   int32_t last_tag_id_ = kUnpublished;  // InternTag's answer for the previous call
   BlockIndex index_;  // published blocks by identity, and each one's hash; never iterated
-  BlockId head_ = kNoBlock;
-  BlockId tail_ = kNoBlock;
+  // The free list: positions [head_, tail_) of the ring, free blocks and holes (kNoBlock).
+  // Capacity a power of two >= 2 × total(), so a full ring is at least half holes.
+  std::vector<BlockId> ring_;
+  uint32_t ring_mask_ = 0;
+  uint32_t head_ = 0;
+  uint32_t tail_ = 0;
+  int64_t holes_ = 0;
   int64_t free_count_ = 0;
   int64_t refs_ = 0;
   int64_t evictable_ = 0;
