@@ -3,7 +3,20 @@
 
 #include <string>
 
+#include "fleetplan/core/json.h"
+#include "fleetplan/fleet/run.h"
+#include "fleetplan/fleet/scenario.h"
+
 namespace fleetplan::testing {
+
+// Runs a scenario text without writing files; its report.json.
+inline Expected<Json> RunReport(const std::string& text) {
+  FP_ASSIGN_OR_RETURN(Scenario s, LoadScenarioText(text, "r.yaml", ""));
+  RunOptions opt;
+  opt.write_files = false;
+  FP_ASSIGN_OR_RETURN(RunResult r, RunScenario(s, opt));
+  return r.report;
+}
 
 // Four replicas of llama-3.1-8b with an affine step model; `router` and `workload` are
 // spliced in (the router block starts on line 13).

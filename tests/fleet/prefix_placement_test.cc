@@ -129,16 +129,10 @@ std::string HotTenant(const std::string& router, const std::string& rate) {
                                 "max_running: 16");
 }
 
+using testing::RunReport;
+
 const std::string kCacheAware = "  policy: cache-aware\n  telemetry_delay: 20ms\n";
 const std::string kReplicated = kCacheAware + "  replication: {replica_rate: 10/s, prefix_tokens: 2048}\n";
-
-Expected<Json> RunReport(const std::string& text) {
-  FP_ASSIGN_OR_RETURN(Scenario s, LoadScenarioText(text, "r.yaml", ""));
-  RunOptions opt;
-  opt.write_files = false;
-  FP_ASSIGN_OR_RETURN(RunResult r, RunScenario(s, opt));
-  return r.report;
-}
 
 double Goodput(const Json& j) { return j["fleet"]["goodput_rps"].get<double>(); }
 int64_t HitTokens(const Json& j) { return j["fleet"]["prefix_cache"]["hit_tokens"].get<int64_t>(); }

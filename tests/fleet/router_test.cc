@@ -22,14 +22,7 @@ namespace fleetplan {
 namespace {
 
 using testing::FleetScenario;
-
-Expected<Json> RunReport(const std::string& text) {
-  FP_ASSIGN_OR_RETURN(Scenario s, LoadScenarioText(text, "r.yaml", ""));
-  RunOptions opt;
-  opt.write_files = false;
-  FP_ASSIGN_OR_RETURN(RunResult r, RunScenario(s, opt));
-  return r.report;
-}
+using testing::RunReport;
 
 std::string Policy(const std::string& policy, const std::string& extra = "") {
   return "  policy: " + policy + "\n  telemetry_delay: 20ms\n" + extra;
