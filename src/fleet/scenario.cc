@@ -412,7 +412,7 @@ Status ReadReplication(const YamlNode& node, Scenario& s) {
     return node.Error("hot-prefix replication needs engine.prefix_cache.enabled and a router that reads prefixes "
                       "(cache-aware or weighted)");
   }
-  if (std::any_of(s.pools.begin(), s.pools.end(), [](const PoolSpec& p) { return p.role == PoolRole::kPrefill; })) {
+  if (HasPrefillPool(s)) {
     return node.Error("hot-prefix replication is not simulated together with a prefill pool");
   }
   ReplicationConfig& c = s.replication;
