@@ -177,6 +177,12 @@ TEST(PoolsScenario, HandOffSettingsNeedAPrefillPoolAndSaneValues) {
   EXPECT_NE(ErrorOf(s).find("faults.kv_transfer.failure_probability"), std::string::npos) << ErrorOf(s);
   s.tail = "faults:\n  kv_transfer: {delay: 500ms, jitter: 1ms}\n";
   EXPECT_NE(ErrorOf(s).find("unknown field 'jitter'"), std::string::npos) << ErrorOf(s);
+  s.tail.clear();
+  s.engine_extra = "  prefix_cache: {enabled: true}\n";
+  s.router = "router: {policy: cache-aware, replication: {replica_rate: 10/s}}\n";
+  EXPECT_NE(ErrorOf(s).find("router.replication: hot-prefix replication is not simulated together with a prefill pool"),
+            std::string::npos)
+      << ErrorOf(s);
 }
 
 // ---------------------------------------------------------------------------------------
