@@ -84,6 +84,13 @@ inline void RunEngine(Engine& engine, std::vector<Request> requests, DriverOptio
   }
 }
 
+// Engine 0 with `c`, failing the test when the config is refused.
+inline std::unique_ptr<Engine> MakeEngine(const EngineConfig& c, const StepCostModel& cost, EngineObserver* obs) {
+  auto e = Engine::Create(0, c, &cost, obs);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return std::move(e).value();
+}
+
 // Runs steps back to back from `now` until the engine is idle, checking its invariants
 // after each; returns the end time.
 inline SimTime DrainEngine(Engine& e, SimTime now) {

@@ -10,6 +10,7 @@ namespace {
 
 using testing::DrainEngine;
 using testing::ExpectPoolAtBaseline;
+using testing::MakeEngine;
 using testing::MakeRequest;
 using testing::RecordingObserver;
 using testing::TestCostModel;
@@ -26,16 +27,10 @@ EngineConfig Config(int64_t kv_blocks, bool cache = false) {
   return c;
 }
 
-std::unique_ptr<Engine> Make(const EngineConfig& c, const StepCostModel& cost, EngineObserver* obs) {
-  auto e = Engine::Create(0, c, &cost, obs);
-  EXPECT_TRUE(e.ok()) << e.status().message();
-  return std::move(e).value();
-}
-
 TEST(EngineImport, ImportedRequestDecodesWithoutRecomputingItsPrompt) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration::Nanos(100'000), Duration::Nanos(500'000));
   RecordingObserver obs;
-  auto e = Make(Config(100), cost, &obs);
+  auto e = MakeEngine(Config(100), cost, &obs);
   const Request r = MakeRequest(1, SimTime(), 100, 4);
   ASSERT_TRUE(e->BeginImport(r, SimTime()).has_value());
   // 100 prompt tokens: 7 blocks held while the KV moves; nothing to schedule yet.
@@ -63,7 +58,7 @@ TEST(EngineImport, ImportedRequestDecodesWithoutRecomputingItsPrompt) {
 TEST(EngineImport, ImportNeedsFreeBlocksAndNeverPreempts) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
-  auto e = Make(Config(10), cost, &obs);
+  auto e = MakeEngine(Config(10), cost, &obs);
   e->Submit(MakeRequest(1, SimTime(), 100, 50), SimTime());  // 7 blocks once admitted
   const auto end = e->StartStep(SimTime());
   ASSERT_TRUE(end);
@@ -82,7 +77,7 @@ TEST(EngineImport, ImportNeedsFreeBlocksAndNeverPreempts) {
 TEST(EngineImport, AbortAndCancelReleaseTheDestinationBlocksUnpublished) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
-  auto e = Make(Config(100, /*cache=*/true), cost, &obs);
+  auto e = MakeEngine(Config(100, /*cache=*/true), cost, &obs);
   ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 5), SimTime()).has_value());
   ASSERT_TRUE(e->BeginImport(MakeRequest(2, SimTime(), 160, 5), SimTime()).has_value());
   EXPECT_EQ(e->pool().used_count(), 20);
@@ -97,7 +92,7 @@ TEST(EngineImport, AbortAndCancelReleaseTheDestinationBlocksUnpublished) {
 TEST(EngineImport, ImportedFullBlocksArePublishedAfterTheFirstDecodeStep) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
-  auto e = Make(Config(100, /*cache=*/true), cost, &obs);
+  auto e = MakeEngine(Config(100, /*cache=*/true), cost, &obs);
   ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()).has_value());
   e->FinishImport(1, SimTime());
   DrainEngine(*e, SimTime());
@@ -112,7 +107,7 @@ TEST(EngineImport, ImportedFullBlocksArePublishedAfterTheFirstDecodeStep) {
 TEST(EngineImport, BlocksThisReplicaAlreadyCachesDoNotMove) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
-  auto e = Make(Config(100, /*cache=*/true), cost, &obs);
+  auto e = MakeEngine(Config(100, /*cache=*/true), cost, &obs);
   ASSERT_EQ(e->BeginImport(MakeRequest(1, SimTime(), 160, 3), SimTime()), 160);  // a cold cache: all of it
   e->FinishImport(1, SimTime());
   DrainEngine(*e, SimTime());
@@ -130,7 +125,7 @@ TEST(EngineImport, BlocksThisReplicaAlreadyCachesDoNotMove) {
 TEST(EngineImport, OneTokenAnswerEndsWhenTheKvArrives) {
   const TestCostModel cost(Duration::Nanos(1'000'000), Duration(), Duration());
   RecordingObserver obs;
-  auto e = Make(Config(100), cost, &obs);
+  auto e = MakeEngine(Config(100), cost, &obs);
   ASSERT_TRUE(e->BeginImport(MakeRequest(1, SimTime(), 40, 1), SimTime()).has_value());
   e->FinishImport(1, SimTime::FromNanos(7));
   EXPECT_EQ(obs.outcomes.at(1).status, RequestStatus::kOk);

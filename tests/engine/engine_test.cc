@@ -10,6 +10,7 @@ namespace fleetplan {
 namespace {
 
 using testing::ExpectPoolAtBaseline;
+using testing::MakeEngine;
 using testing::MakeRequest;
 using testing::RecordingObserver;
 using testing::RunEngine;
@@ -24,12 +25,6 @@ EngineConfig BaseConfig(std::string policy) {
   c.block_tokens = 16;
   c.kv_blocks = 1000;
   return c;
-}
-
-std::unique_ptr<Engine> MakeEngine(const EngineConfig& c, const StepCostModel& cost, EngineObserver* obs) {
-  auto e = Engine::Create(0, c, &cost, obs);
-  EXPECT_TRUE(e.ok()) << e.status().message();
-  return std::move(e).value();
 }
 
 TEST(Engine, ChunkedPrefillThenDecodeArithmetic) {

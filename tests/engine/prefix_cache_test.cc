@@ -25,6 +25,7 @@ namespace {
 using ::testing::ElementsAre;
 using testing::DrainEngine;
 using testing::ExpectPoolAtBaseline;
+using testing::MakeEngine;
 using testing::RecordingObserver;
 using testing::RunEngine;
 using testing::TestCostModel;
@@ -339,12 +340,6 @@ EngineConfig CacheConfig(int64_t kv_blocks = 1000) {
   c.prefix_cache.enabled = true;
   c.prefix_cache.scope = {"atlas-70b", "atlas-70b", "rope", "bf16/16"};
   return c;
-}
-
-std::unique_ptr<Engine> MakeEngine(const EngineConfig& c, const StepCostModel& cost, EngineObserver* obs) {
-  auto e = Engine::Create(0, c, &cost, obs);
-  EXPECT_TRUE(e.ok()) << e.status().message();
-  return std::move(e).value();
 }
 
 Request Req(RequestId id, SimTime arrival, std::vector<PromptSegment> prompt, int64_t output, TenantId tenant = 0) {
