@@ -261,6 +261,13 @@ Status ReadDisaggregation(const YamlNode& node, Scenario& s) {
   FP_ASSIGN_OR_RETURN(std::string on_failure, ReadChoice(node["on_failure"], "recompute", "failure handling",
                                                          kTransferFailureModes));
   d.reject_on_failure = on_failure == "reject";
+  const auto note_default = [&](const char* key, const std::string& value) {
+    if (!node[key].present()) s.derived.push_back(fmt::format("deployment.disaggregation.{}: {} (not given)", key, value));
+  };
+  note_default("colocate_below_tokens", std::to_string(d.colocate_below_tokens));
+  note_default("timeout", fmt::format("{:.0f} ms", d.timeout.millis()));
+  note_default("retries", std::to_string(d.retries));
+  note_default("on_failure", on_failure);
   return Status::Ok();
 }
 
@@ -279,6 +286,9 @@ Status ReadFaults(const YamlNode& node, Scenario& s) {
     FP_ASSIGN_OR_RETURN(f.delay_probability, transfer["delay_probability"].AsDoubleInRange(0.0, 1.0));
   } else {
     f.delay_probability = default_delay_probability;
+    if (transfer["delay"].present()) {
+      s.derived.push_back("faults.kv_transfer.delay_probability: 1 (a stated delay applies to every transfer; not given)");
+    }
   }
   if (transfer["failure_probability"].present()) {
     FP_ASSIGN_OR_RETURN(f.failure_probability, transfer["failure_probability"].AsDoubleInRange(0.0, 1.0));
