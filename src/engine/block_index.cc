@@ -1,28 +1,19 @@
 #include "fleetplan/engine/block_index.h"
 
-#include "fleetplan/core/status.h"
+#include <utility>
 
 namespace fleetplan {
 
-BlockIndex::BlockIndex(int64_t max_entries) : max_entries_(max_entries) {
-  FP_ASSERT(max_entries >= 0 && max_entries <= INT32_MAX);
-}
-
-void BlockIndex::AllocateTable() {
-  size_t capacity = 2;
-  while (capacity < 4 * static_cast<size_t>(max_entries_)) capacity *= 2;
-  slots_.assign(capacity, Slot{});
-  keys_.assign(static_cast<size_t>(max_entries_), BlockHash{});
-  lows_.assign(static_cast<size_t>(max_entries_), 0);
+void BlockIndex::Resize(size_t capacity) {
+  FP_ASSERT(capacity >= kMinSlots && (capacity & (capacity - 1)) == 0 && capacity > 4 * size_);
+  std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(capacity));
   mask_ = capacity - 1;
-}
-
-bool BlockIndex::Erase(const BlockHash& key) {
-  if (slots_.empty()) return false;
-  const size_t i = ProbeKey(key);
-  if (slots_[i].block < 0) return false;
-  RemoveAt(i);
-  return true;
+  for (const Slot& s : old) {
+    if (s.block < 0) continue;
+    size_t i = Home(s.key);
+    while (slots_[i].block >= 0) i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
 }
 
 }  // namespace fleetplan

@@ -575,7 +575,9 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
   l.num_computed += p.new_tokens;
   outstanding_tokens_ -= p.new_tokens;
-  if (config_.prefix_cache.enabled) SealComputed(l);
+  // Most chunks (decodes) fill no block: test that here, with a multiplication, before
+  // calling out of line.
+  if (config_.prefix_cache.enabled && l.num_computed >= (l.sealed + 1) * config_.block_tokens) SealComputed(l);
   if (l.num_computed < l.num_tokens) return;  // a prefill chunk that does not finish the prompt
   ++l.generated;
   if (!l.first_token) {

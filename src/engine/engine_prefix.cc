@@ -132,8 +132,9 @@ int64_t Engine::CachedPrefixTokens(const Request& r) const {
   std::vector<BlockHash> hashes;
   AppendBlockHashes(r.prompt, block, ScopeOf(r), (r.prompt_tokens() - 1) / block, &hashes);
   int64_t hits = 0;
-  while (hits < static_cast<int64_t>(hashes.size()) && pool_.Find(hashes[static_cast<size_t>(hits)]) != kNoBlock) {
-    ++hits;
+  for (BlockId parent = kNoBlock; hits < static_cast<int64_t>(hashes.size()); ++hits) {
+    parent = pool_.FindNext(parent, hashes[static_cast<size_t>(hits)]);
+    if (parent == kNoBlock) break;
   }
   return hits * block;
 }
@@ -147,8 +148,9 @@ Engine::Match Engine::Lookup(Live& l) {
   const int64_t block = config_.block_tokens;
   const auto full = static_cast<size_t>(std::min(static_cast<int64_t>(l.hashes.size()), l.num_tokens / block));
   match_blocks_.clear();
+  BlockId b = kNoBlock;  // the hit before position i: the parent of its identity
   for (size_t i = 0; i < full; ++i) {
-    const BlockId b = pool_.Find(l.hashes[i]);
+    b = pool_.FindNext(b, l.hashes[i]);
     if (b == kNoBlock) break;
     match_blocks_.push_back(b);
   }
@@ -199,32 +201,42 @@ void Engine::TakeHits(int32_t slot, const Match& m) {
 // Sealing when a step completes
 
 void Engine::SealComputed(Live& l) {
-  // Called for every chunk, decodes included, and most chunks fill no block: the test
-  // costs a multiplication (computing `full` first costs a division), and the work
-  // below is out of line so that this early return needs no stack frame.
-  if (l.num_computed < (l.sealed + 1) * config_.block_tokens) return;
-  [this, &l]() __attribute__((noinline)) {
-    const int64_t full = l.num_computed / config_.block_tokens;
-    if (l.publishable && l.scope_epoch != scope_epoch_) {
-      // An invalidation happened since the hashes were made: publish only if this
-      // request's scope survived it.
-      if (ScopeOf(l.req) == l.scope) {
-        l.scope_epoch = scope_epoch_;
-      } else {
-        l.publishable = false;
-      }
+  const int64_t full = l.num_computed / config_.block_tokens;
+  if (full <= l.sealed) return;
+  if (l.publishable && l.scope_epoch != scope_epoch_) {
+    // An invalidation happened since the hashes were made: publish only if this
+    // request's scope survived it.
+    if (ScopeOf(l.req) == l.scope) {
+      l.scope_epoch = scope_epoch_;
+    } else {
+      l.publishable = false;
     }
-    if (l.publishable) {
-      FP_ASSERT(static_cast<size_t>(full) <= l.hashes.size());
-      const CacheTag tag{Namespace(l.req.tenant), l.req.adapter, l.req.class_id};
-      const auto first = static_cast<size_t>(l.sealed);
-      const auto count = static_cast<size_t>(full - l.sealed);
-      // One batch for the step's newly full blocks. A duplicate (another request
-      // published the same content first) stays private.
-      (void)pool_.PublishAll(std::span(l.blocks).subspan(first, count), std::span(l.hashes).subspan(first, count), tag);
-    }
-    l.sealed = full;
-  }();
+  }
+  if (l.publishable) {
+    FP_ASSERT(static_cast<size_t>(full) <= l.hashes.size());
+    const CacheTag tag{Namespace(l.req.tenant), l.req.adapter, l.req.class_id};
+    const auto first = static_cast<size_t>(l.sealed);
+    const auto count = static_cast<size_t>(full - l.sealed);
+    // One batch for the step's newly full blocks. A duplicate (another request published
+    // the same content first) stays private.
+    const BlockId parent = first == 0 ? kNoBlock : ChainHolder(l, l.sealed - 1);
+    const BlockHash* parent_identity = first == 0 ? nullptr : &l.hashes[first - 1];
+    (void)pool_.PublishAll(std::span(l.blocks).subspan(first, count), std::span(l.hashes).subspan(first, count), tag,
+                           parent, parent_identity);
+  }
+  l.sealed = full;
+}
+
+BlockId Engine::ChainHolder(const Live& l, int64_t position) const {
+  const auto at = static_cast<size_t>(position);
+  const BlockId own = l.blocks[at];
+  if (pool_.published(own) && pool_.hash(own) == l.hashes[at]) return own;
+  // The request's own copy is private (another request published that content first)
+  // or not published: walk the chain from its start. A miss does not end the walk, as a
+  // lookup's would: FindNext with no parent finds a block whose parent is not published.
+  BlockId holder = kNoBlock;
+  for (size_t i = 0; i <= at; ++i) holder = pool_.FindNext(holder, l.hashes[i]);
+  return holder;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -364,6 +376,12 @@ Status Engine::CheckSharing() const {
       if (hashes_current && i < l.hashes.size() && pool_.hash(b) != l.hashes[i]) {
         return InternalError(fmt::format("block {} (position {} of request {}) is published under another content's "
                                          "hash",
+                                         b, pos, l.req.id));
+      }
+      const BlockId parent = pool_.chain_parent(b);
+      if (hashes_current && parent != kNoBlock && (i == 0 || pool_.hash(parent) != l.hashes[i - 1])) {
+        return InternalError(fmt::format("block {} (position {} of request {}) hangs off a block that does not hold "
+                                         "the preceding identity",
                                          b, pos, l.req.id));
       }
     }

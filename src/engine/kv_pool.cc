@@ -1,5 +1,6 @@
 #include "fleetplan/engine/kv_pool.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
@@ -14,7 +15,7 @@ inline void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
 }
 }  // namespace
 
-KvBlockPool::KvBlockPool(int64_t total_blocks) : index_(total_blocks) {
+KvBlockPool::KvBlockPool(int64_t total_blocks) {
   FP_ASSERT(total_blocks >= 0 && total_blocks <= std::numeric_limits<int32_t>::max());
   state_.assign(static_cast<size_t>(total_blocks), BlockState{});
   size_t capacity = 2;
@@ -79,39 +80,65 @@ inline BlockId KvBlockPool::PopHead() {
   return b;
 }
 
+namespace {
+// heads_by_parent_ holds counts as its values.
+void CountUp(BlockIndex& counts, const BlockHash& key) {
+  const int32_t n = counts.Find(key);
+  if (n > 0) counts.Erase(key);
+  counts.Insert(key, std::max(n, 0) + 1);
+}
+void CountDown(BlockIndex& counts, const BlockHash& key) {
+  const int32_t n = counts.Find(key);
+  FP_ASSERT(n > 0);
+  counts.Erase(key);
+  if (n > 1) counts.Insert(key, n - 1);
+}
+}  // namespace
+
+void KvBlockPool::AddHead(BlockId b, const BlockHash* parent_identity) {
+  ChainEntry& entry = chain_[Idx(b)];
+  const bool inserted = index_.Insert(entry.key, b);
+  FP_ASSERT(inserted);
+  entry.prev = kNoBlock;
+  if (parent_identity == nullptr) return;
+  entry.prev = kHungHead;
+  if (head_parents_.empty()) head_parents_.assign(state_.size(), BlockHash{});
+  head_parents_[Idx(b)] = *parent_identity;
+  CountUp(heads_by_parent_, *parent_identity);
+}
+
+void KvBlockPool::RemoveHead(BlockId b) {
+  const ChainEntry& entry = chain_[Idx(b)];
+  const bool erased = index_.Erase(entry.key);
+  FP_ASSERT(erased);
+  if (entry.prev == kHungHead) CountDown(heads_by_parent_, head_parents_[Idx(b)]);
+}
+
 inline void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
   BlockState& s = state_[Idx(b)];
-  index_.EraseBlock(b);
+  ChainEntry& entry = chain_[Idx(b)];
+  if (entry.prev < 0) {
+    RemoveHead(b);
+  } else {
+    chain_[Idx(entry.prev)].next = kNoBlock;
+  }
+  if (entry.next != kNoBlock) AddHead(entry.next, &entry.key);  // the child hangs off b's identity now
+  entry.prev = entry.next = kNoBlock;
   if (s.refs == 0) --evictable_;
   CountForClass(by_class, tags_[static_cast<size_t>(s.tag)].class_id);
   s.tag = kUnpublished;
+  --published_count_;
 }
 
 bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
   FP_ASSERT(n >= 0);
   if (n > free_count_) return false;
-  if (n > 1 && evictable_ > 0) {
-    // The blocks to be taken are the first n of the free list; start loading the index
-    // slots of the cached ones among them before evicting any (see BlockIndex::Prefetch).
-    // The ring gives their ids without reading their states, so these reads overlap.
-    // A single block gains nothing: its slot would be read right after the hint.
-    uint32_t p = head_;
-    for (int64_t i = 0; i < n; ++p) {
-      const BlockId ahead = RingAt(p);
-      if (ahead == kNoBlock) continue;
-      if (state_[Idx(ahead)].tag != kUnpublished) index_.PrefetchBlock(ahead);
-      ++i;
-    }
-  }
   for (int64_t i = 0; i < n; ++i) {
     const BlockId b = PopHead();
     BlockState& s = state_[Idx(b)];
     if (s.tag != kUnpublished) {  // cached: evicted by this reuse
-      index_.EraseBlock(b);
-      CountForClass(evictions_by_class_, tags_[static_cast<size_t>(s.tag)].class_id);
-      s.tag = kUnpublished;
+      Unpublish(b, evictions_by_class_);
       ++evictions_;
-      --evictable_;
     }
     s.refs = 1;
     out.push_back(b);
@@ -156,37 +183,50 @@ int32_t KvBlockPool::InternTag(const CacheTag& tag) {
   return last_tag_id_;
 }
 
-inline bool KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id) {
+void KvBlockPool::EnsureChainStorage() {
+  if (!chain_.empty() || state_.empty()) return;
+  chain_.assign(state_.size(), ChainEntry{});
+}
+
+inline BlockId KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id, BlockId parent,
+                                            const BlockHash* parent_identity) {
   FP_ASSERT(block >= 0 && Idx(block) < state_.size());
   BlockState& s = state_[Idx(block)];
   FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
-  if (!index_.Insert(hash, block)) return false;
+  FP_ASSERT(parent == kNoBlock || (Idx(parent) < state_.size() && state_[Idx(parent)].tag != kUnpublished &&
+                                   parent_identity != nullptr && chain_[Idx(parent)].key == *parent_identity));
+  if (const BlockId holder = FindNext(parent, hash); holder != kNoBlock) return holder;
+  ChainEntry& entry = chain_[Idx(block)];
+  entry.key = hash;
+  if (parent != kNoBlock && chain_[Idx(parent)].next == kNoBlock) {
+    chain_[Idx(parent)].next = block;
+    entry.prev = parent;
+  } else {
+    AddHead(block, parent_identity);  // FindNext found no holder, so the hash is new
+  }
   s.tag = tag_id;
   ++published_total_;
-  return true;
+  ++published_count_;
+  return block;
 }
 
-bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag) {
-  return PublishInterned(block, hash, InternTag(tag));
+bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag, BlockId parent,
+                          const BlockHash* parent_identity) {
+  EnsureChainStorage();
+  return PublishInterned(block, hash, InternTag(tag), parent, parent_identity) == block;
 }
 
 int64_t KvBlockPool::PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                                const CacheTag& tag) {
+                                const CacheTag& tag, BlockId parent, const BlockHash* parent_identity) {
   FP_ASSERT(blocks.size() == hashes.size());
+  if (blocks.empty()) return 0;
+  EnsureChainStorage();
   const int32_t tag_id = InternTag(tag);
-  for (const BlockHash& h : hashes) index_.Prefetch(h);
-  int64_t published = 0;
+  const int64_t before = published_total_;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const BlockId b = blocks[i];
-    FP_ASSERT(b >= 0 && Idx(b) < state_.size());
-    BlockState& s = state_[Idx(b)];
-    FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
-    if (!index_.Insert(hashes[i], b)) continue;
-    s.tag = tag_id;
-    ++published;
+    parent = PublishInterned(blocks[i], hashes[i], tag_id, parent, i == 0 ? parent_identity : &hashes[i - 1]);
   }
-  published_total_ += published;
-  return published;
+  return published_total_ - before;
 }
 
 int64_t KvBlockPool::Invalidate(const std::function<bool(const CacheTag&)>& matches) {
@@ -249,22 +289,59 @@ Status KvBlockPool::CheckFreeList(int64_t& listed) const {
 Status KvBlockPool::CheckIndex() const {
   int64_t published = 0;
   int64_t evictable = 0;
+  int64_t heads = 0;
+  std::vector<BlockHash> hashes;
+  std::map<BlockHash, int32_t> hung_off;  // identity -> heads hung off it
   for (BlockId b = 0; b < static_cast<BlockId>(total()); ++b) {
     const int32_t t = state_[Idx(b)].tag;
-    if (t == kUnpublished) continue;
+    const ChainEntry links = chain_.empty() ? ChainEntry{} : chain_[Idx(b)];
+    if (t == kUnpublished) {
+      if (links.prev != kNoBlock || links.next != kNoBlock) {
+        return InternalError(fmt::format("unpublished block {} is linked into a chain", b));
+      }
+      continue;
+    }
     if (t < 0 || static_cast<size_t>(t) >= tags_.size()) {
       return InternalError(fmt::format("published block {} has tag id {} of {}", b, t, tags_.size()));
     }
     ++published;
+    hashes.push_back(hash(b));
     if (state_[Idx(b)].refs == 0) ++evictable;
-    if (Find(hash(b)) != b) {
-      return InternalError(fmt::format("published block {} is not what the index holds for its hash", b));
+    if (links.prev < 0) {
+      ++heads;
+      if (index_.Find(hash(b)) != b) {
+        return InternalError(fmt::format("chain head {} is not what the index holds for its hash", b));
+      }
+      if (links.prev == kHungHead) ++hung_off[head_parents_[Idx(b)]];
+    } else if (state_[Idx(links.prev)].tag == kUnpublished || chain_[Idx(links.prev)].next != b) {
+      return InternalError(fmt::format("block {} hangs off block {}, which does not link back", b, links.prev));
     }
+    if (links.next != kNoBlock && chain_[Idx(links.next)].prev != b) {
+      return InternalError(fmt::format("block {} links to child {}, which does not link back", b, links.next));
+    }
+  }
+  // Every head is found under its own hash, so equal sizes mean the index holds nothing else.
+  if (heads != index_.size()) {
+    return InternalError(fmt::format("{} chain heads are published but the index has {} entries", heads,
+                                     index_.size()));
+  }
+  for (const auto& [identity, count] : hung_off) {
+    if (heads_by_parent_.Find(identity) != count) {
+      return InternalError(fmt::format("{} heads hang off an identity that counts {}", count,
+                                       heads_by_parent_.Find(identity)));
+    }
+  }
+  if (heads_by_parent_.size() != static_cast<int64_t>(hung_off.size())) {
+    return InternalError(fmt::format("heads hang off {} identities but {} are counted", hung_off.size(),
+                                     heads_by_parent_.size()));
+  }
+  std::sort(hashes.begin(), hashes.end());
+  if (std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end()) {
+    return InternalError("two published blocks hold the same identity");
   }
   // Every published block is found under its own hash, so equal sizes make a bijection.
   if (published != cached_count()) {
-    return InternalError(fmt::format("{} blocks are published but the index has {} entries", published,
-                                     cached_count()));
+    return InternalError(fmt::format("{} blocks are published but {} are counted", published, cached_count()));
   }
   if (evictable != evictable_) {
     return InternalError(fmt::format("evictable count is {} but {} published blocks are free", evictable_, evictable));

@@ -221,14 +221,14 @@ TEST(KvPoolCache, ReleasedPublishedBlocksStayFindableUntilAllocationEvictsThem) 
   pool.Release(a);  // tail first: 2 (private), 1, 0
   EXPECT_THAT(pool.FreeListOrder(), ElementsAre(3, 4, 2, 1, 0));
   EXPECT_EQ(pool.evictable_count(), 2);
-  EXPECT_EQ(pool.Find(H(10)), 0);
-  EXPECT_EQ(pool.Find(H(11)), 1);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(10)), 0);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(11)), 1);
   std::vector<BlockId> b;
   ASSERT_TRUE(pool.Allocate(4, b));  // 3 4 2 1: evicts block 1 (H(11)), keeps 0
   EXPECT_THAT(b, ElementsAre(3, 4, 2, 1));
   EXPECT_EQ(pool.evictions(), 1);
-  EXPECT_EQ(pool.Find(H(11)), kNoBlock);
-  EXPECT_EQ(pool.Find(H(10)), 0);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(11)), kNoBlock);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(10)), 0);
   EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
 }
 
@@ -239,7 +239,7 @@ TEST(KvPoolCache, AcquireTakesACachedBlockOffTheFreeList) {
   ASSERT_TRUE(pool.Publish(a[0], H(1), {}));
   pool.Release(a);
   EXPECT_EQ(pool.free_count(), 3);
-  pool.Acquire(pool.Find(H(1)));
+  pool.Acquire(pool.FindNext(kNoBlock, H(1)));
   EXPECT_EQ(pool.refcount(0), 1);
   EXPECT_EQ(pool.free_count(), 2);
   EXPECT_EQ(pool.evictable_count(), 0);
@@ -257,7 +257,7 @@ TEST(KvPoolCache, SecondWriterOfTheSameContentStaysPrivate) {
   EXPECT_TRUE(pool.Publish(0, H(5), {}));
   EXPECT_FALSE(pool.Publish(1, H(5), {}));
   EXPECT_FALSE(pool.published(1));
-  EXPECT_EQ(pool.Find(H(5)), 0);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(5)), 0);
   EXPECT_EQ(pool.published_total(), 1);
   EXPECT_TRUE(pool.CheckInvariants().ok());
 }
@@ -275,9 +275,9 @@ TEST(KvPoolCache, InvalidationHidesAtOnceAndFreesReferencedBlocksOnLastRelease) 
   EXPECT_THAT(pool.FreeListOrder(), ElementsAre(3, 1));
   const int64_t removed = pool.Invalidate([](const CacheTag& t) { return t.ns == 0; });
   EXPECT_EQ(removed, 2);
-  EXPECT_EQ(pool.Find(H(1)), kNoBlock);
-  EXPECT_EQ(pool.Find(H(2)), kNoBlock);
-  EXPECT_EQ(pool.Find(H(3)), 2);  // the other tenant's entry is untouched
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(1)), kNoBlock);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(2)), kNoBlock);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(3)), 2);  // the other tenant's entry is untouched
   EXPECT_THAT(pool.FreeListOrder(), ElementsAre(1, 3));  // garbage is reused first
   EXPECT_THAT(pool.invalidations_by_class(), ElementsAre(1, 1));
   EXPECT_EQ(pool.refcount(0), 1);  // still referenced: freed only when released
@@ -287,23 +287,65 @@ TEST(KvPoolCache, InvalidationHidesAtOnceAndFreesReferencedBlocksOnLastRelease) 
   EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
 }
 
-TEST(KvPoolCache, PublishAllPublishesInOrderAndLeavesDuplicatesPrivate) {
+TEST(KvPoolCache, PublishAllChainsARunAndLeavesDuplicatesPrivate) {
+  // Identities 1 -> 2 -> 3 form one chain; 4 is another child of 2.
   KvBlockPool pool(6);
   std::vector<BlockId> a;
-  ASSERT_TRUE(pool.Allocate(1, a));
-  ASSERT_TRUE(pool.Publish(a[0], H(2), {}));  // block 0 holds H(2) already
+  ASSERT_TRUE(pool.Allocate(2, a));  // 0 1
+  const std::vector<BlockHash> first = {H(1), H(2)};
+  EXPECT_EQ(pool.PublishAll(a, first, CacheTag{}), 2);
+  EXPECT_EQ(pool.chain_parent(1), 0);
+  EXPECT_EQ(pool.chain_heads(), 1);
   std::vector<BlockId> b;
-  ASSERT_TRUE(pool.Allocate(4, b));  // 1 2 3 4
-  const std::vector<BlockHash> hashes = {H(1), H(2), H(3), H(3)};
-  EXPECT_EQ(pool.PublishAll(b, hashes, CacheTag{0, -1, 2}), 2);
-  EXPECT_EQ(pool.Find(H(1)), 1);
-  EXPECT_EQ(pool.Find(H(2)), 0);  // the earlier writer keeps it; block 2 stays private
-  EXPECT_EQ(pool.Find(H(3)), 3);  // the first of two equal hashes in one batch wins
-  EXPECT_FALSE(pool.published(2));
-  EXPECT_FALSE(pool.published(4));
-  EXPECT_EQ(pool.tag(1), (CacheTag{0, -1, 2}));
-  EXPECT_EQ(pool.published_total(), 3);
+  ASSERT_TRUE(pool.Allocate(3, b));  // 2 3 4: a second writer of 1 and 2, then 3
+  const std::vector<BlockHash> second = {H(1), H(2), H(3)};
+  EXPECT_EQ(pool.PublishAll(b, second, CacheTag{0, -1, 2}), 1);
+  EXPECT_FALSE(pool.published(2));  // the earlier writer keeps 1 and 2
+  EXPECT_FALSE(pool.published(3));
+  EXPECT_EQ(pool.chain_parent(4), 1);  // 3 hangs off the holder of 2, not the private copy
+  EXPECT_EQ(pool.tag(4), (CacheTag{0, -1, 2}));
+  EXPECT_EQ(pool.FindNext(pool.FindNext(pool.FindNext(kNoBlock, H(1)), H(2)), H(3)), 4);
+  // Block 1 has a child already: another child of it becomes a head of its own.
+  std::vector<BlockId> c;
+  ASSERT_TRUE(pool.Allocate(1, c));  // 5
+  const BlockHash two = H(2);
+  ASSERT_TRUE(pool.Publish(5, H(4), CacheTag{}, 1, &two));
+  EXPECT_EQ(pool.chain_parent(5), kNoBlock);
+  EXPECT_EQ(pool.chain_heads(), 2);
+  EXPECT_EQ(pool.FindNext(1, H(4)), 5);
+  EXPECT_EQ(pool.FindNext(1, H(3)), 4);
+  EXPECT_FALSE(pool.Publish(2, H(4), CacheTag{}, 1, &two));  // found as a head: a duplicate
+  EXPECT_EQ(pool.published_total(), 4);
   EXPECT_EQ(pool.PublishAll({}, {}, CacheTag{}), 0);
+  EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
+}
+
+TEST(KvPoolCache, UnpublishingAParentLeavesItsChildFindableAfterTheParentIdentity) {
+  KvBlockPool pool(4);
+  std::vector<BlockId> a;
+  ASSERT_TRUE(pool.Allocate(3, a));  // 0 1 2
+  const std::vector<BlockHash> chain = {H(1), H(2), H(3)};
+  ASSERT_EQ(pool.PublishAll(a, chain, CacheTag{0, -1, 0}), 3);
+  // Free the head first, so that evicting it leaves the rest of the chain cached.
+  pool.Release(std::span<const BlockId>(a).first(1));
+  std::vector<BlockId> b;
+  ASSERT_TRUE(pool.Allocate(2, b));  // 3, then 0: evicts identity 1
+  EXPECT_THAT(b, ElementsAre(3, 0));
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(1)), kNoBlock);
+  // A walk that missed identity 1 goes on with no parent and still finds 2 and 3.
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(2)), 1);
+  EXPECT_EQ(pool.FindNext(1, H(3)), 2);
+  EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
+  // Identity 1 published again, on another block: its old child is found after it.
+  ASSERT_TRUE(pool.Publish(3, H(1), CacheTag{}));
+  EXPECT_EQ(pool.FindNext(pool.FindNext(kNoBlock, H(1)), H(2)), 1);
+  const BlockHash one = H(1);
+  EXPECT_FALSE(pool.Publish(0, H(2), CacheTag{}, 3, &one));  // 2 is held: no second copy
+  EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
+  pool.Release(std::span<const BlockId>(a).subspan(1));
+  EXPECT_EQ(pool.Invalidate([](const CacheTag& t) { return t.ns == 0; }), 2);
+  EXPECT_EQ(pool.FindNext(3, H(2)), kNoBlock);
+  EXPECT_EQ(pool.chain_heads(), 1);
   EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
 }
 
@@ -319,9 +361,9 @@ TEST(KvPoolCache, AReusedBlockIsCountedAndInvalidatedUnderItsNewTag) {
   ASSERT_TRUE(pool.Publish(0, H(2), {1, -1, 0}));
   EXPECT_EQ(pool.tag(0), (CacheTag{1, -1, 0}));
   EXPECT_EQ(pool.Invalidate([](const CacheTag& t) { return t.ns == 0; }), 0);
-  EXPECT_EQ(pool.Find(H(2)), 0);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(2)), 0);
   EXPECT_EQ(pool.Invalidate([](const CacheTag& t) { return t.ns == 1; }), 1);
-  EXPECT_EQ(pool.Find(H(2)), kNoBlock);
+  EXPECT_EQ(pool.FindNext(kNoBlock, H(2)), kNoBlock);
   EXPECT_THAT(pool.invalidations_by_class(), ElementsAre(1));
   EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
 }

@@ -383,7 +383,12 @@ class Engine {
   void TakeHits(int32_t slot, const Match& m);
   // BeginImport's hits: references, sealed blocks and lookup counters (engine.cc).
   void TakeImportHits(Live& l, const Match& m);
+  // Publishes the blocks that l's computed tokens filled since the last call (none when
+  // its scope was invalidated). Callers skip it when no block can have filled.
   void SealComputed(Live& l);
+  // The published block holding l.hashes[position] (its own block when that is the one
+  // published), or kNoBlock: the parent to publish position + 1 under (kv_pool.h).
+  BlockId ChainHolder(const Live& l, int64_t position) const;
   void SyncPoolCounters();
   PrefixCacheCounters& ClassCounters(ClassId class_id);
   Status CheckSharing() const;

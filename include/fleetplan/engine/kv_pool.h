@@ -5,17 +5,34 @@
 // on every rank of the replica. A block is either
 //   - referenced (refcount >= 1): part of at least one live request's KV, or
 //   - free (refcount == 0): on the free list, available to Allocate.
-// Independently, a block may be published: its content is sealed and the prefix index
-// maps its BlockHash (block_hash.h) to it, so later requests can share it. A published
-// block on the free list is "cached, evictable": Find still returns it, Acquire takes it
-// off the free list, and Allocate reusing it evicts it (drops its index entry).
+// Independently, a block may be published: its content is sealed under its BlockHash
+// (block_hash.h), so later requests can share it. A published block on the free list is
+// "cached, evictable": lookups still find it, Acquire takes it off the free list, and
+// Allocate reusing it evicts it (unpublishes it).
 //
-//   state            refcount  on free list  in index
+//   state            refcount  on free list  published
 //   private          >= 1      no            no
 //   shared/sealed    >= 1      no            yes      (Publish)
 //   cached           0         yes           yes      (last Release of a published block)
 //   free             0         yes           no       (last Release of a private block,
 //                                                      eviction, invalidation)
+//
+// Identities chain (block i's hash covers blocks 0..i), and every lookup walks a chain
+// from its start, so the published blocks are kept as chains too. Publish is told the
+// parent: the published block holding the identity that precedes the new one, or kNoBlock
+// when that identity is not published (or the block starts a chain). A block whose
+// parent has no child yet becomes that child (parent.next = block, block.prev = parent);
+// any other published block is a chain head and is entered in the BlockIndex. Hence
+//   every published block with a prev is its prev's next, and its identity is a child
+//   of its prev's identity; the index holds exactly the published blocks without a prev;
+//   no two published blocks share an identity (a second writer of the same content
+//   keeps its copy private).
+// FindNext(parent, hash), with parent the published holder of the preceding identity or
+// kNoBlock, is then exact with at most one compare and one index probe: a published block
+// with `hash` either hangs off its parent (parent.next) or is a head (in the index).
+// Unpublishing a block promotes its child, if any, to a head. A request's blocks are
+// published and, mostly, evicted in chain order, so this costs one index entry per
+// request's chain instead of one per block (docs/PERFORMANCE.md "Engine", fourth round).
 //
 // The free list's order is the reuse order, hence the eviction order (LRU): Allocate
 // takes from the head, Release appends at the tail. Release takes a request's blocks in
@@ -46,13 +63,15 @@
 //   used_count() + free_count() == total(); total_refs() == sum of refcounts;
 //   the ring holds each free block once, at the position the block records; holes
 //   between head and tail are counted; head and tail - 1 are never holes;
-//   the index and the published flags are a bijection (entry h -> b iff b is published
-//   with hash h); evictable_count() == published blocks with refcount 0;
+//   the chain links and the index are as described above (the index holds the published
+//   blocks without a prev, each under its hash; links are symmetric; published hashes are
+//   distinct); evictable_count() == published blocks with refcount 0;
 //   published_total() == cached_count() + evictions() + invalidations().
 // Thread model: single-threaded; deterministic (the index is lookup-only; nothing
 // iterates it into a result).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -99,20 +118,39 @@ class KvBlockPool {
   // Takes one more reference (sharing). REQUIRES: block referenced.
   void AddRef(BlockId block);
 
-  // --- prefix index ---------------------------------------------------------------
-  // The published block with this hash, or kNoBlock. Takes no reference.
-  BlockId Find(const BlockHash& hash) const { return index_.Find(hash); }
+  // --- prefix cache ----------------------------------------------------------------
+  // The published block with `hash`, or kNoBlock. `parent` is the published block holding
+  // the identity that precedes `hash` in its chain, or kNoBlock when that identity is not
+  // published or `hash` starts a chain (a lookup walks a chain passing each hit as the
+  // next parent). Takes no reference.
+  BlockId FindNext(BlockId parent, const BlockHash& hash) const {
+    if (parent != kNoBlock) {
+      const ChainEntry& p = chain_[Idx(parent)];
+      if (p.next != kNoBlock && chain_[Idx(p.next)].key == hash) return p.next;
+      // Any other block with `hash` is a head hung off the parent's identity.
+      if (heads_by_parent_.size() == 0 || heads_by_parent_.Find(p.key) < 0) return kNoBlock;
+    }
+    return index_.Find(hash);
+  }
   // Takes a reference on a published block (a hit); a cached block leaves the free list.
   // REQUIRES: published(block).
   void Acquire(BlockId block);
-  // Seals a referenced, unpublished block under `hash`. Returns false, changing nothing,
-  // when another block already holds `hash` (two writers computed the same content: the
-  // second copy stays private). REQUIRES: refcount(block) >= 1, !published(block).
-  bool Publish(BlockId block, const BlockHash& hash, const CacheTag& tag);
-  // Publish(blocks[i], hashes[i], tag) for each i in order, as one batch (the index
-  // slots are prefetched together and the tag is looked up once). Returns how many were
-  // published. REQUIRES: equal sizes; each block as for Publish.
-  int64_t PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, const CacheTag& tag);
+  // Seals a referenced, unpublished block under `hash`. `parent_identity` is the identity
+  // that precedes `hash` in its chain (nullptr when `hash` starts one) and `parent` its
+  // published holder, or kNoBlock when it has none. Returns false, changing nothing, when
+  // another block already holds `hash` (two writers computed the same content: the second
+  // copy stays private).
+  // REQUIRES: refcount(block) >= 1, !published(block); parent is kNoBlock or a published
+  // block whose hash is *parent_identity.
+  bool Publish(BlockId block, const BlockHash& hash, const CacheTag& tag, BlockId parent = kNoBlock,
+               const BlockHash* parent_identity = nullptr);
+  // Publishes a run of one chain: blocks[i] under hashes[i], where hashes[i - 1] precedes
+  // hashes[i], and `parent` and `parent_identity` are as for Publish for hashes[0]. A
+  // block whose hash is already held stays private, and the holder is the next block's
+  // parent. Returns how many were published. REQUIRES: equal sizes; each block and the
+  // parent as for Publish.
+  int64_t PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, const CacheTag& tag,
+                     BlockId parent = kNoBlock, const BlockHash* parent_identity = nullptr);
   // Unpublishes every published block whose tag satisfies `matches`, in block-id order:
   // lookups stop finding them at once; referenced ones become private and are freed when
   // their last reference drops; free ones move to the free-list head. Returns the count.
@@ -122,11 +160,15 @@ class KvBlockPool {
   int32_t refcount(BlockId block) const { return state_[Idx(block)].refs; }
   bool published(BlockId block) const { return state_[Idx(block)].tag != kUnpublished; }
   // REQUIRES: published(block).
-  const BlockHash& hash(BlockId block) const { return index_.key(block); }
+  const BlockHash& hash(BlockId block) const { return chain_[Idx(block)].key; }
+  // The published block this one hangs off in its chain, or kNoBlock for a chain head.
+  // REQUIRES: published(block).
+  BlockId chain_parent(BlockId block) const { return std::max(chain_[Idx(block)].prev, kNoBlock); }
   // REQUIRES: published(block).
   const CacheTag& tag(BlockId block) const { return tags_[static_cast<size_t>(state_[Idx(block)].tag)]; }
 
-  int64_t cached_count() const { return index_.size(); }
+  int64_t cached_count() const { return published_count_; }
+  int64_t chain_heads() const { return index_.size(); }
   int64_t evictable_count() const { return evictable_; }  // published blocks on the free list
   int64_t published_total() const { return published_total_; }
   int64_t evictions() const { return evictions_; }
@@ -162,12 +204,31 @@ class KvBlockPool {
   // Rewrites the ring without holes, in order, from the head. Called when it is full,
   // which leaves at least half of it holes: amortised O(1) per hole.
   void Compact();
-  // Drops a published block from the index and counts it for its class.
+  // A published block's identity and chain links (links are kNoBlock for an unpublished
+  // block). One record, so publishing or walking a block touches one place.
+  struct ChainEntry {
+    BlockHash key;
+    BlockId prev = kNoBlock;  // kNoBlock: a chain's first block; kHungHead: another head
+    BlockId next = kNoBlock;
+  };
+  // prev of a head that is not a chain's first block: its parent's identity is unpublished
+  // or its parent already had a child. Its parent identity is in head_parents_.
+  static constexpr BlockId kHungHead = -2;
+  // Enters a block, linked to nothing, as a head: hung off `parent_identity`, or a
+  // chain's first block when that is nullptr.
+  void AddHead(BlockId b, const BlockHash* parent_identity);
+  void RemoveHead(BlockId b);
+  // Unpublishes a block (its child becomes a chain head) and counts it for its class.
   void Unpublish(BlockId b, std::vector<int64_t>& by_class);
   // The id of `tag` in tags_, adding it the first time it is seen.
   int32_t InternTag(const CacheTag& tag);
-  // Publish for a block whose tag is already interned.
-  bool PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id);
+  // Publish for a block whose tag is already interned. Returns the block holding `hash`
+  // afterwards: `block` when it was published, the earlier holder when it stays private.
+  BlockId PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id, BlockId parent,
+                          const BlockHash* parent_identity);
+  // Allocates chain_ at the first publication, so a pool whose cache is off pays
+  // nothing for it.
+  void EnsureChainStorage();
   Status CheckFreeList(int64_t& listed) const;
   Status CheckIndex() const;
 
@@ -177,7 +238,15 @@ class KvBlockPool {
   std::vector<CacheTag> tags_;
   std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t> tag_ids_;
   int32_t last_tag_id_ = kUnpublished;  // InternTag's answer for the previous call
-  BlockIndex index_;  // published blocks by identity, and each one's hash; never iterated
+  BlockIndex index_;               // chain heads by identity; never iterated
+  std::vector<ChainEntry> chain_;  // by block id
+  // Heads that are not a chain's first block: by block id, the identity each hangs off
+  // (allocated with the first such head); and by that identity, how many hang off it
+  // (the value is the count). FindNext needs the index only for an identity listed here,
+  // so walking and publishing a chain nobody branched from costs no index probe.
+  std::vector<BlockHash> head_parents_;
+  BlockIndex heads_by_parent_;
+  int64_t published_count_ = 0;
   // The free list: positions [head_, tail_) of the ring, free blocks and holes (kNoBlock).
   // Capacity a power of two >= 2 × total(), so a full ring is at least half holes.
   std::vector<BlockId> ring_;
