@@ -141,6 +141,7 @@ int32_t Engine::NewSlot(const Request& r, SimTime now) {
   l.ResetKeepingCapacity();
   l.req = r;  // copy-assignment reuses the kept prompt capacity
   l.num_tokens = r.prompt_tokens();
+  l.output_tokens = r.output_tokens;
   l.enqueued_step = step_index_;
   l.last_token = now;
   l.in_use = true;
@@ -394,6 +395,7 @@ void Engine::Preempt(int32_t slot) {
   pool_.Release(l.blocks);
   l.blocks.clear();
   l.sealed = 0;
+  l.sealed_tail_published = false;
   outstanding_tokens_ += l.num_computed;
   l.num_computed = 0;
   ++l.preemptions;
@@ -417,22 +419,33 @@ bool Engine::PreemptOneAfter(int32_t keep_slot) {
 
 bool Engine::Grow(int32_t slot, int64_t new_tokens) {
   Live& l = slots_[static_cast<size_t>(slot)];
-  const int64_t need =
-      BlocksForTokens(l.num_computed + new_tokens, config_.block_tokens) - static_cast<int64_t>(l.blocks.size());
-  if (need <= 0) return true;
+  const int64_t tokens = l.num_computed + new_tokens;
+  const auto held = static_cast<int64_t>(l.blocks.size());
+  // Called for every chunk of every step, and most fit in the blocks held: a multiply
+  // tells, where BlocksForTokens' division would cost more than the rest of the call.
+  if (tokens <= held * config_.block_tokens) return true;
+  const int64_t need = BlocksForTokens(tokens, config_.block_tokens) - held;
   FP_ASSERT(config_.admission == AdmissionMode::kOptimistic);  // reserve allocates up front
   while (!pool_.Allocate(need, l.blocks)) {
     if (!PreemptOneAfter(slot)) return false;
   }
-  if (config_.prefix_cache.enabled) SyncPoolCounters();
-  return true;
+  return true;  // StartStep syncs the eviction counters once for the whole schedule
 }
 
 void Engine::AddChunk(int32_t slot, int64_t new_tokens) {
   Live& l = slots_[static_cast<size_t>(slot)];
   l.scheduled_step = step_index_;
-  plan_.push_back({slot, new_tokens});
-  chunks_.push_back({l.num_computed, new_tokens, l.is_decode()});
+  // Fields written in place: pushing a braced temporary made the compiler store it field
+  // by field and copy it back with one wide load, which the processor cannot forward from
+  // the narrower stores; that stall was the largest single cost of a step (perf,
+  // docs/PERFORMANCE.md "Engine").
+  Planned& p = plan_.emplace_back();
+  p.slot = slot;
+  p.new_tokens = new_tokens;
+  StepChunk& c = chunks_.emplace_back();
+  c.context_tokens = l.num_computed;
+  c.new_tokens = new_tokens;
+  c.decode = l.is_decode();
 }
 
 int64_t Engine::CapByStepTime(int64_t new_tokens, int64_t context) const {
@@ -535,7 +548,6 @@ void Engine::ScheduleWaiting(int64_t& budget) {
     budget -= n;
     admitted.push_back(slot);
   }
-  if (config_.prefix_cache.enabled) SyncPoolCounters();
   if (admitted.empty()) return;
   std::erase_if(waiting_, [&](int32_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
 }
@@ -556,6 +568,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
     SchedulePartialPrefills(budget);
     ScheduleWaiting(budget);
   }
+  if (config_.prefix_cache.enabled) SyncPoolCounters();  // scheduling allocates, which evicts
   if (plan_.empty()) return std::nullopt;
 
   const StepCost cost = cost_->Cost(chunks_);
@@ -590,7 +603,7 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   }
   l.gap_spans_preemption = false;
   l.last_token = now;
-  if (l.generated == l.req.output_tokens) {
+  if (l.generated == l.output_tokens) {
     RemoveRunning(p.slot);
     End(p.slot, RequestStatus::kOk, now);
     return;

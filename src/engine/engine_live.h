@@ -11,31 +11,42 @@
 namespace fleetplan {
 
 struct Engine::Live {
-  Request req;
+  // Read or written for every chunk of every step, so kept together at the front: the
+  // first cache line holds what scheduling and applying a decode need, the second its
+  // timing and blocks. (With the request first, these spread over three lines behind
+  // ~120 bytes of request; perf, docs/PERFORMANCE.md "Engine".)
   int64_t num_tokens = 0;    // prompt + sampled so far
   int64_t num_computed = 0;  // tokens whose KV exists
   int64_t generated = 0;     // output tokens sampled
-  std::vector<BlockId> blocks;
-  std::optional<SimTime> first_token;
-  SimTime last_token;
-  Duration itl_max;
-  int64_t enqueued_step = 0;   // step index when it last entered the waiting queue
+  int64_t output_tokens = 0; // req.output_tokens, beside the counters it ends
   int64_t scheduled_step = -1; // step index of the last step that scheduled it
-  int32_t preemptions = 0;
-  bool gap_spans_preemption = false;
-  bool cancelled = false;
+  int64_t sealed = 0;        // prefix cache: blocks [0, sealed) are full and immutable
   bool in_use = false;
   bool running = false;        // member of running_ (kept so membership is O(1))
   bool importing = false;      // between BeginImport and FinishImport: KV still moving
+  bool cancelled = false;
+  bool gap_spans_preemption = false;
+  bool publishable = true;     // prefix cache: false once an invalidation changed its scope
+  // blocks[sealed - 1] is the published holder of hashes[sealed - 1], as this request's
+  // last publication found: the parent of its next one, known without reading the
+  // pool. Its own block cannot be evicted while referenced, and an invalidation that
+  // reaches it changes the scope, which stops publishing. False whenever unknown.
+  bool sealed_tail_published = false;
+  SimTime last_token;
+  Duration itl_max;
+  std::optional<SimTime> first_token;
+  std::vector<BlockId> blocks;
+
+  Request req;
+  int64_t enqueued_step = 0;   // step index when it last entered the waiting queue
+  int32_t preemptions = 0;
 
   // Prefix cache. `hashes` are the chained identities of the full blocks this request
   // can ever compute, under `scope` (valid while scope_epoch matches the engine's, or
-  // the recomputed scope is unchanged). Blocks [0, sealed) are full and immutable.
+  // the recomputed scope is unchanged).
   std::vector<BlockHash> hashes;
   BlockHash scope;
   int64_t scope_epoch = -1;    // -1: hashes not computed
-  bool publishable = true;     // false once an invalidation changed its scope
-  int64_t sealed = 0;
   int64_t cached_tokens = 0;   // tokens taken from the cache, over admissions
 
   // Back to a default-constructed Live, except that the prompt, block and hash vectors

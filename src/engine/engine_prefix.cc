@@ -201,7 +201,11 @@ void Engine::TakeHits(int32_t slot, const Match& m) {
 // Sealing when a step completes
 
 void Engine::SealComputed(Live& l) {
-  const int64_t full = l.num_computed / config_.block_tokens;
+  // Full blocks now, counted up from the last sealed one: a decode fills at most one,
+  // and a division costs more than the few steps of a prefill chunk.
+  const int64_t block = config_.block_tokens;
+  int64_t full = l.sealed;
+  while ((full + 1) * block <= l.num_computed) ++full;
   if (full <= l.sealed) return;
   if (l.publishable && l.scope_epoch != scope_epoch_) {
     // An invalidation happened since the hashes were made: publish only if this
@@ -219,10 +223,13 @@ void Engine::SealComputed(Live& l) {
     const auto count = static_cast<size_t>(full - l.sealed);
     // One batch for the step's newly full blocks. A duplicate (another request published
     // the same content first) stays private.
-    const BlockId parent = first == 0 ? kNoBlock : ChainHolder(l, l.sealed - 1);
+    const BlockId parent =
+        first == 0 ? kNoBlock : (l.sealed_tail_published ? l.blocks[first - 1] : ChainHolder(l, l.sealed - 1));
     const BlockHash* parent_identity = first == 0 ? nullptr : &l.hashes[first - 1];
     (void)pool_.PublishAll(std::span(l.blocks).subspan(first, count), std::span(l.hashes).subspan(first, count), tag,
                            parent, parent_identity);
+    const BlockId last = l.blocks[static_cast<size_t>(full - 1)];  // just touched: cheap to ask
+    l.sealed_tail_published = pool_.published(last) && pool_.hash(last) == l.hashes[static_cast<size_t>(full - 1)];
   }
   l.sealed = full;
 }
@@ -355,6 +362,15 @@ Status Engine::CheckSharing() const {
   for (const Live& l : slots_) {
     if (!l.in_use) continue;
     const int64_t writable_from = l.num_computed / block;
+    if (l.sealed_tail_published && l.publishable && ScopeOf(l.req) == l.scope) {
+      const auto tail = static_cast<size_t>(l.sealed - 1);
+      const BlockId b = l.blocks[tail];
+      if (!pool_.published(b) || pool_.hash(b) != l.hashes[tail]) {
+        return InternalError(fmt::format("request {} takes block {} for the holder of its last sealed identity, but "
+                                         "it is not",
+                                         l.req.id, b));
+      }
+    }
     if (l.sealed > writable_from) {
       return InternalError(fmt::format("request {} sealed {} blocks but computed only {} full ones", l.req.id,
                                        l.sealed, writable_from));
