@@ -417,14 +417,19 @@ bool Engine::PreemptOneAfter(int32_t keep_slot) {
   return false;
 }
 
-bool Engine::Grow(int32_t slot, int64_t new_tokens) {
+// Grow and AddChunk run for every chunk of every step; inlined into the schedulers below.
+[[gnu::always_inline]] inline bool Engine::Grow(int32_t slot, int64_t new_tokens) {
+  const Live& l = slots_[static_cast<size_t>(slot)];
+  // Most chunks fit in the blocks held: a multiply tells, where BlocksForTokens'
+  // division would cost more than the rest of the call.
+  if (l.num_computed + new_tokens <= static_cast<int64_t>(l.blocks.size()) * config_.block_tokens) return true;
+  return GrowBlocks(slot, new_tokens);
+}
+
+bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
   Live& l = slots_[static_cast<size_t>(slot)];
-  const int64_t tokens = l.num_computed + new_tokens;
-  const auto held = static_cast<int64_t>(l.blocks.size());
-  // Called for every chunk of every step, and most fit in the blocks held: a multiply
-  // tells, where BlocksForTokens' division would cost more than the rest of the call.
-  if (tokens <= held * config_.block_tokens) return true;
-  const int64_t need = BlocksForTokens(tokens, config_.block_tokens) - held;
+  const int64_t need = BlocksForTokens(l.num_computed + new_tokens, config_.block_tokens) -
+                       static_cast<int64_t>(l.blocks.size());
   FP_ASSERT(config_.admission == AdmissionMode::kOptimistic);  // reserve allocates up front
   while (!pool_.Allocate(need, l.blocks)) {
     if (!PreemptOneAfter(slot)) return false;
@@ -432,7 +437,7 @@ bool Engine::Grow(int32_t slot, int64_t new_tokens) {
   return true;  // StartStep syncs the eviction counters once for the whole schedule
 }
 
-void Engine::AddChunk(int32_t slot, int64_t new_tokens) {
+[[gnu::always_inline]] inline void Engine::AddChunk(int32_t slot, int64_t new_tokens) {
   Live& l = slots_[static_cast<size_t>(slot)];
   l.scheduled_step = step_index_;
   // Fields written in place: pushing a braced temporary made the compiler store it field
@@ -475,9 +480,10 @@ int64_t Engine::PrefillChunk(const Live& l, int64_t budget, int64_t computed) co
 }
 
 void Engine::ScheduleDecodes(int64_t& budget) {
-  // Copy: preemption edits running_ while we walk it.
-  const std::vector<int32_t> order(running_);
-  for (int32_t slot : order) {
+  // A copy (kept between steps for its capacity): preemption edits running_ while we
+  // walk it.
+  decode_order_.assign(running_.begin(), running_.end());
+  for (int32_t slot : decode_order_) {
     if (budget <= 0) break;
     Live& l = slots_[static_cast<size_t>(slot)];
     if (!l.in_use || l.scheduled_step == step_index_ || !l.is_decode()) continue;

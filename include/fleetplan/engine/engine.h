@@ -355,6 +355,7 @@ class Engine {
   // Allocates blocks for `new_tokens` more tokens, preempting others if needed; false
   // when it cannot (the request itself may have been preempted).
   bool Grow(int32_t slot, int64_t new_tokens);
+  bool GrowBlocks(int32_t slot, int64_t new_tokens);  // Grow when the held blocks do not suffice
   // Preempts the lowest-priority, latest-arrived running request not yet in this step;
   // false when there is none or the victim is `keep_slot` itself.
   bool PreemptOneAfter(int32_t keep_slot);
@@ -412,6 +413,7 @@ class Engine {
   Duration step_host_;
   Duration step_gpu_;
   std::vector<Planned> plan_;
+  std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
   std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;
   int64_t outstanding_tokens_ = 0;
