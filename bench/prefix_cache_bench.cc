@@ -48,7 +48,8 @@ struct CachedPool {
     AppendBlockHashes(std::vector<PromptSegment>{{1, probe_blocks * 16}}, 16, scope, probe_blocks, &probe);
     std::vector<BlockHash> hashes = probe;
     for (uint64_t p = 2; static_cast<int64_t>(hashes.size()) < cached; ++p) {
-      AppendBlockHashes(std::vector<PromptSegment>{{p, 64 * 16}}, 16, scope, cached - static_cast<int64_t>(hashes.size()), &hashes);
+      const int64_t left = cached - static_cast<int64_t>(hashes.size());
+      AppendBlockHashes(std::vector<PromptSegment>{{p, 64 * 16}}, 16, scope, left, &hashes);
     }
     std::vector<BlockId> blocks;
     pool.Allocate(cached, blocks);

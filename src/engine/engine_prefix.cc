@@ -226,10 +226,10 @@ void Engine::SealComputed(Live& l) {
     const BlockId parent =
         first == 0 ? kNoBlock : (l.sealed_tail_published ? l.blocks[first - 1] : ChainHolder(l, l.sealed - 1));
     const BlockHash* parent_identity = first == 0 ? nullptr : &l.hashes[first - 1];
+    BlockId last_holder = kNoBlock;
     (void)pool_.PublishAll(std::span(l.blocks).subspan(first, count), std::span(l.hashes).subspan(first, count), tag,
-                           parent, parent_identity);
-    const BlockId last = l.blocks[static_cast<size_t>(full - 1)];  // just touched: cheap to ask
-    l.sealed_tail_published = pool_.published(last) && pool_.hash(last) == l.hashes[static_cast<size_t>(full - 1)];
+                           parent, parent_identity, &last_holder);
+    l.sealed_tail_published = last_holder == l.blocks[static_cast<size_t>(full - 1)];
   }
   l.sealed = full;
 }

@@ -211,13 +211,12 @@ void KvBlockPool::EnsureChainStorage() {
   chain_.assign(state_.size(), ChainEntry{});
 }
 
-[[gnu::always_inline]] inline BlockId KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id, BlockId parent,
+[[gnu::always_inline]] inline BlockId KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash,
+                                                                   int32_t tag_id, BlockId parent,
                                             const BlockHash* parent_identity) {
   FP_ASSERT(IsBlock(block));
   BlockState& s = state_[Idx(block)];
   FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
-  FP_ASSERT(parent == kNoBlock || (IsBlock(parent) && state_[Idx(parent)].tag != kUnpublished &&
-                                   parent_identity != nullptr && chain_[Idx(parent)].key == *parent_identity));
   if (const BlockId holder = FindNext(parent, hash); holder != kNoBlock) return holder;
   ChainEntry& entry = chain_[Idx(block)];
   entry.key = hash;
@@ -233,22 +232,31 @@ void KvBlockPool::EnsureChainStorage() {
   return block;
 }
 
+void KvBlockPool::CheckParent(BlockId parent, const BlockHash* parent_identity) const {
+  FP_ASSERT(parent == kNoBlock || (IsBlock(parent) && state_[Idx(parent)].tag != kUnpublished &&
+                                   parent_identity != nullptr && chain_[Idx(parent)].key == *parent_identity));
+}
+
 bool KvBlockPool::Publish(BlockId block, const BlockHash& hash, const CacheTag& tag, BlockId parent,
                           const BlockHash* parent_identity) {
   EnsureChainStorage();
+  CheckParent(parent, parent_identity);
   return PublishInterned(block, hash, InternTag(tag), parent, parent_identity) == block;
 }
 
 int64_t KvBlockPool::PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                                const CacheTag& tag, BlockId parent, const BlockHash* parent_identity) {
+                                const CacheTag& tag, BlockId parent, const BlockHash* parent_identity,
+                                BlockId* last_holder) {
   FP_ASSERT(blocks.size() == hashes.size());
   if (blocks.empty()) return 0;
   EnsureChainStorage();
+  CheckParent(parent, parent_identity);  // the later parents come from this loop
   const int32_t tag_id = InternTag(tag);
   const int64_t before = published_total_;
   for (size_t i = 0; i < blocks.size(); ++i) {
     parent = PublishInterned(blocks[i], hashes[i], tag_id, parent, i == 0 ? parent_identity : &hashes[i - 1]);
   }
+  if (last_holder != nullptr) *last_holder = parent;
   return published_total_ - before;
 }
 

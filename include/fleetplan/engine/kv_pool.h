@@ -147,10 +147,12 @@ class KvBlockPool {
   // Publishes a run of one chain: blocks[i] under hashes[i], where hashes[i - 1] precedes
   // hashes[i], and `parent` and `parent_identity` are as for Publish for hashes[0]. A
   // block whose hash is already held stays private, and the holder is the next block's
-  // parent. Returns how many were published. REQUIRES: equal sizes; each block and the
+  // parent. Returns how many were published, and sets *last_holder (when given) to the
+  // block holding hashes.back() afterwards. REQUIRES: equal sizes; each block and the
   // parent as for Publish.
   int64_t PublishAll(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, const CacheTag& tag,
-                     BlockId parent = kNoBlock, const BlockHash* parent_identity = nullptr);
+                     BlockId parent = kNoBlock, const BlockHash* parent_identity = nullptr,
+                     BlockId* last_holder = nullptr);
   // Unpublishes every published block whose tag satisfies `matches`, in block-id order:
   // lookups stop finding them at once; referenced ones become private and are freed when
   // their last reference drops; free ones move to the free-list head. Returns the count.
@@ -220,6 +222,8 @@ class KvBlockPool {
   // chain's first block when that is nullptr.
   void AddHead(BlockId b, const BlockHash* parent_identity);
   void RemoveHead(BlockId b);
+  // Publish's REQUIRES on a caller's parent.
+  void CheckParent(BlockId parent, const BlockHash* parent_identity) const;
   // Unpublishes a block (its child becomes a chain head) and counts it for its class.
   void Unpublish(BlockId b, std::vector<int64_t>& by_class);
   // The id of `tag` in tags_, adding it the first time it is seen.
