@@ -213,7 +213,7 @@ void KvBlockPool::EnsureChainStorage() {
 
 [[gnu::always_inline]] inline BlockId KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash,
                                                                    int32_t tag_id, BlockId parent,
-                                            const BlockHash* parent_identity) {
+                                                                   const BlockHash* parent_identity) {
   FP_ASSERT(IsBlock(block));
   BlockState& s = state_[Idx(block)];
   FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
