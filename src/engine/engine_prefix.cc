@@ -201,8 +201,10 @@ void Engine::TakeHits(int32_t slot, const Match& m) {
 // Sealing when a step completes
 
 void Engine::SealComputed(Live& l) {
-  // Full blocks now, counted up from the last sealed one: a decode fills at most one,
-  // and a division costs more than the few steps of a prefill chunk.
+  // Full blocks now, counted up from the last sealed one instead of divided: a decode
+  // fills one block, so this is one or two compares where a division costs tens of
+  // cycles; a prefill chunk's loop runs once per block it filled, as the publishing
+  // below does anyway.
   const int64_t block = config_.block_tokens;
   int64_t full = l.sealed;
   while ((full + 1) * block <= l.num_computed) ++full;
