@@ -97,8 +97,9 @@ TEST(ReportVerb, MissingRecordsFlagIsAUsageError) {
 }
 
 TEST(ReportVerb, ScenarioAsSloFile) {
+  FP_REQUIRE_SHARED_DATA();
   const VerbRun r = Report({"--records", Temp("records.jsonl", kRecords), "--slo",
-                        std::string(FLEETPLAN_SOURCE_DIR) + "/../shared/spec/scenario-v1.yaml", "--json"});
+                            ::fleetplan::testing::SharedPath("../spec/scenario-v1.yaml"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["classes"]["interactive"]["slo_attainment"], 1.0);

@@ -131,9 +131,10 @@ constexpr const char* kRecords =
     "\n";
 
 TEST(ReportFiles, ScenarioFileDeclaresClassesThatMayHaveNoRecords) {
+  FP_REQUIRE_SHARED_DATA();
   ReportFilesRequest req;
   req.records_path = WriteTemp("records.jsonl", kRecords);
-  req.slo_path = std::string(FLEETPLAN_SOURCE_DIR) + "/../shared/spec/scenario-v1.yaml";
+  req.slo_path = ::fleetplan::testing::SharedPath("../spec/scenario-v1.yaml");
   const Report r = MustBuild(req);
   ASSERT_EQ(r.classes.size(), 3u);
   EXPECT_EQ(r.classes[0].name, "interactive");

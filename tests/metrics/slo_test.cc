@@ -5,6 +5,7 @@
 
 #include "fleetplan/core/digest.h"
 #include "metrics/test_util.h"
+#include "support/shared_data.h"
 
 namespace fleetplan {
 namespace {
@@ -160,7 +161,8 @@ TEST(SloFile, EmptyWorkloadClassNameIsLocated) {
 }
 
 TEST(SloFile, ReadsTheReferenceScenario) {
-  Expected<SloFile> f = LoadSloFile(std::string(FLEETPLAN_SOURCE_DIR) + "/../shared/spec/scenario-v1.yaml");
+  FP_REQUIRE_SHARED_DATA();
+  Expected<SloFile> f = LoadSloFile(::fleetplan::testing::SharedPath("../spec/scenario-v1.yaml"));
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_TRUE(f->is_scenario);
   EXPECT_EQ(f->declared_classes, (std::vector<std::string>{"interactive", "document", "research"}));
