@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -235,7 +236,7 @@ void Engine::Submit(const Request& r, SimTime now) {
     Reject(r, now, "predicted completion is past the deadline");
     return;
   }
-  waiting_.push_back(NewSlot(r, now));
+  EnqueueWaiting(NewSlot(r, now), /*front=*/false);
 }
 
 std::optional<int64_t> Engine::BeginImport(const Request& r, SimTime now) {
@@ -299,6 +300,7 @@ void Engine::FinishImport(RequestId id, SimTime now) {
   l.first_token = now;
   l.last_token = now;
   if (observer_ != nullptr) observer_->OnFirstToken(replica_, id, now);
+  if (token_events_ && observer_ != nullptr) observer_->OnToken(replica_, id, 0, now);
   if (l.req.output_tokens == 1) {
     End(slot, RequestStatus::kOk, now);
     return;
@@ -332,10 +334,10 @@ void Engine::Cancel(RequestId id, SimTime now) {
     End(slot, RequestStatus::kCancelled, now);
     return;
   }
-  auto w = std::find(waiting_.begin(), waiting_.end(), slot);
-  if (w != waiting_.end()) {
-    waiting_.erase(w);
+  if (l.waiting) {
+    LeaveWaiting(slot);
     End(slot, RequestStatus::kCancelled, now);
+    CompactWaiting();
     return;
   }
   RemoveRunning(slot);
@@ -344,6 +346,170 @@ void Engine::Cancel(RequestId id, SimTime now) {
     return;
   }
   End(slot, RequestStatus::kCancelled, now);
+}
+
+// ---------------------------------------------------------------------------------------
+// The waiting queue
+
+namespace {
+
+// Stale entries tolerated beyond the current ones before a compaction: keeps small
+// queues from compacting on every departure.
+constexpr size_t kStaleSlack = 64;
+
+// deadlines_ is a min-heap on (deadline, position): std::push_heap keeps the largest on
+// top, so the comparison is reversed.
+struct LaterDeadline {
+  template <typename E>
+  bool operator()(const E& a, const E& b) const {
+    return std::tie(a.deadline, a.pos) > std::tie(b.deadline, b.pos);
+  }
+};
+
+}  // namespace
+
+void Engine::EnqueueWaiting(int32_t slot, bool front) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  FP_ASSERT(!l.waiting && !l.running);
+  const int64_t pos = front ? next_front_pos_-- : next_back_pos_++;
+  l.waiting = true;
+  l.wait_pos = pos;
+  ++waiting_live_;
+  if (front) {
+    waiting_.push_front({pos, slot});
+  } else {
+    waiting_.push_back({pos, slot});
+  }
+  if (l.req.deadline) {
+    deadlines_.push_back({*l.req.deadline, pos, slot});
+    std::push_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+    ++waiting_deadlines_;
+  }
+  if (policy_->ReordersPrefill()) {
+    PriorityGroup& g = prefill_groups_[l.req.priority];
+    g.by_age.insert({l.enqueued_step, pos, slot});
+    g.by_pos.emplace(pos, slot);
+  }
+}
+
+void Engine::LeaveWaiting(int32_t slot) {
+  Live& l = slots_[static_cast<size_t>(slot)];
+  FP_ASSERT(l.waiting);
+  l.waiting = false;  // its entries in waiting_ and deadlines_ are stale from now
+  --waiting_live_;
+  if (l.req.deadline) --waiting_deadlines_;
+  if (policy_->ReordersPrefill()) {
+    const auto g = prefill_groups_.find(l.req.priority);
+    FP_ASSERT(g != prefill_groups_.end());
+    g->second.by_age.erase({l.enqueued_step, l.wait_pos, slot});
+    g->second.by_pos.erase({l.wait_pos, slot});
+    if (g->second.by_pos.empty()) prefill_groups_.erase(g);
+  }
+}
+
+bool Engine::IsCurrent(int32_t slot, int64_t pos) const {
+  const Live& l = slots_[static_cast<size_t>(slot)];
+  return l.waiting && l.wait_pos == pos;
+}
+
+void Engine::CompactWaiting() {
+  const auto live = static_cast<size_t>(waiting_live_);
+  if (waiting_.size() > 2 * live + kStaleSlack) {
+    std::erase_if(waiting_, [&](const WaitEntry& e) { return !IsCurrent(e.slot, e.pos); });
+  }
+  const auto with_deadline = static_cast<size_t>(waiting_deadlines_);
+  if (deadlines_.size() > 2 * with_deadline + kStaleSlack) {
+    std::erase_if(deadlines_, [&](const DeadlineEntry& e) { return !IsCurrent(e.slot, e.pos); });
+    std::make_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+  }
+}
+
+int32_t Engine::NextByPrefillKey() const {
+  // Within one priority the key does not grow with enqueued_step, so a group's best
+  // entries lead its by_age order: the run whose key equals its head's. The candidate is
+  // the earliest-queued entry among the runs with the highest key.
+  bool found = false;
+  double best_key = 0;
+  std::pair<int64_t, int32_t> best{0, -1};  // (pos, slot)
+  for (const auto& [priority, g] : prefill_groups_) {
+    const AgeEntry& head = *g.by_age.begin();
+    const double key = policy_->PrefillKey(priority, step_index_ - head.enqueued_step);
+    if (found && key < best_key) continue;
+    std::pair<int64_t, int32_t> first{head.pos, head.slot};
+    if (policy_->PrefillKey(priority, step_index_ - g.by_age.rbegin()->enqueued_step) == key) {
+      first = *g.by_pos.begin();  // the whole group ties (no aging): queue order
+    } else {
+      // A run longer than one enqueued_step needs keys that round equal; walk it one
+      // step at a time (entries of one step are in position order).
+      constexpr int64_t kMaxPos = std::numeric_limits<int64_t>::max();
+      constexpr int32_t kMaxSlot = std::numeric_limits<int32_t>::max();
+      for (auto it = g.by_age.upper_bound({head.enqueued_step, kMaxPos, kMaxSlot}); it != g.by_age.end();
+           it = g.by_age.upper_bound({it->enqueued_step, kMaxPos, kMaxSlot})) {
+        const double k = policy_->PrefillKey(priority, step_index_ - it->enqueued_step);
+        FP_ASSERT(k <= key);  // the policy's key must not fall with time waited
+        if (k != key) break;
+        if (it->pos < first.first) first = {it->pos, it->slot};
+      }
+    }
+    if (!found || key > best_key || first.first < best.first) {
+      found = true;
+      best_key = key;
+      best = first;
+    }
+  }
+  return found ? best.second : -1;
+}
+
+Status Engine::CheckWaiting() const {
+  int64_t waiting = 0;
+  int64_t with_deadline = 0;
+  for (const Live& l : slots_) {
+    if (!l.in_use || !l.waiting) continue;
+    ++waiting;
+    if (l.req.deadline) ++with_deadline;
+    if (l.running || l.importing || l.cancelled || !l.blocks.empty() || l.num_computed != 0) {
+      return InternalError(fmt::format("waiting request {} holds blocks or state of a running one", l.req.id));
+    }
+  }
+  int64_t current = 0;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    if (i > 0 && waiting_[i - 1].pos >= waiting_[i].pos) return InternalError("waiting queue out of position order");
+    if (IsCurrent(waiting_[i].slot, waiting_[i].pos)) ++current;
+  }
+  int64_t current_deadlines = 0;
+  for (const DeadlineEntry& d : deadlines_) {
+    if (!IsCurrent(d.slot, d.pos)) continue;
+    ++current_deadlines;
+    if (slots_[static_cast<size_t>(d.slot)].req.deadline != d.deadline) {
+      return InternalError(fmt::format("deadline entry of slot {} disagrees with its request", d.slot));
+    }
+  }
+  if (!std::is_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{})) {
+    return InternalError("deadline heap out of order");
+  }
+  if (current != waiting || waiting != waiting_live_ || current_deadlines != with_deadline ||
+      with_deadline != waiting_deadlines_) {
+    return InternalError(fmt::format("{} waiting requests ({} with deadlines) but the queue holds {} (counted {}), "
+                                     "the deadline heap {} (counted {})",
+                                     waiting, with_deadline, current, waiting_live_, current_deadlines,
+                                     waiting_deadlines_));
+  }
+  int64_t grouped = 0;
+  for (const auto& [priority, g] : prefill_groups_) {
+    if (g.by_pos.empty() || g.by_age.size() != g.by_pos.size()) return InternalError("prefill group out of sync");
+    for (const AgeEntry& e : g.by_age) {
+      const Live& l = slots_[static_cast<size_t>(e.slot)];
+      if (!IsCurrent(e.slot, e.pos) || l.req.priority != priority || l.enqueued_step != e.enqueued_step ||
+          !g.by_pos.contains({e.pos, e.slot})) {
+        return InternalError(fmt::format("prefill group {} holds a stale entry for slot {}", priority, e.slot));
+      }
+    }
+    grouped += static_cast<int64_t>(g.by_pos.size());
+  }
+  if (grouped != (policy_->ReordersPrefill() ? waiting : 0)) {
+    return InternalError(fmt::format("prefill groups hold {} of {} waiting requests", grouped, waiting));
+  }
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -368,15 +534,19 @@ void Engine::RemoveRunning(int32_t slot) {
 }
 
 void Engine::ExpireWaiting(SimTime now) {
-  for (size_t i = 0; i < waiting_.size();) {
-    const Live& l = slots_[static_cast<size_t>(waiting_[i])];
-    if (l.req.deadline && *l.req.deadline <= now) {
-      const int32_t slot = waiting_[i];
-      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
-      End(slot, RequestStatus::kTimeout, now, "deadline passed while waiting");
-    } else {
-      ++i;
-    }
+  // Waiting requests whose deadline passed end in queue order (position order), as a
+  // walk of the queue would end them.
+  expired_.clear();
+  while (!deadlines_.empty() && deadlines_.front().deadline <= now) {
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+    const DeadlineEntry d = deadlines_.back();
+    deadlines_.pop_back();
+    if (IsCurrent(d.slot, d.pos)) expired_.push_back(d);
+  }
+  std::sort(expired_.begin(), expired_.end(), [](const DeadlineEntry& a, const DeadlineEntry& b) { return a.pos < b.pos; });
+  for (const DeadlineEntry& d : expired_) {
+    LeaveWaiting(d.slot);
+    End(d.slot, RequestStatus::kTimeout, now, "deadline passed while waiting");
   }
   for (size_t i = 0; i < running_.size();) {
     const Live& l = slots_[static_cast<size_t>(running_[i])];
@@ -403,7 +573,7 @@ void Engine::Preempt(int32_t slot) {
   l.gap_spans_preemption = true;
   l.enqueued_step = step_index_;
   RemoveRunning(slot);
-  waiting_.push_front(slot);
+  EnqueueWaiting(slot, /*front=*/true);
 }
 
 bool Engine::PreemptOneAfter(int32_t keep_slot) {
@@ -520,42 +690,46 @@ void Engine::SchedulePartialPrefills(int64_t& budget) {
   }
 }
 
-void Engine::ScheduleWaiting(int64_t& budget) {
-  std::vector<int32_t> order(waiting_.begin(), waiting_.end());
-  if (policy_->ReordersPrefill()) {
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      const Live& x = slots_[static_cast<size_t>(a)];
-      const Live& y = slots_[static_cast<size_t>(b)];
-      return policy_->PrefillKey(x.req.priority, step_index_ - x.enqueued_step) >
-             policy_->PrefillKey(y.req.priority, step_index_ - y.enqueued_step);
-    });
-  }
-  std::vector<int32_t> admitted;
+bool Engine::Admit(int32_t slot, int64_t& budget) {
   const int64_t block = config_.block_tokens;
-  for (int32_t slot : order) {
-    if (budget <= 0 || running_count() >= config_.scheduler.max_running) break;
-    Live& l = slots_[static_cast<size_t>(slot)];
-    const Match m = config_.prefix_cache.enabled ? Lookup(l) : Match{};
-    const int64_t start = m.used_blocks * block;  // num_computed once admitted
-    const int64_t n = PrefillChunk(l, budget, start);
-    if (n <= 0) break;
-    const int64_t tokens = config_.admission == AdmissionMode::kReserve ? l.req.prompt_tokens() + l.req.output_tokens
-                                                                         : start + n;
-    const int64_t need = BlocksForTokens(tokens, block) - m.used_blocks;
-    // Head-of-line: when the first candidate's blocks are not free, nobody behind it is
-    // admitted either (a request is never starved by smaller ones behind it). Hits that
-    // are cached leave the free list, so they do not count as free for the rest.
-    if (need > FreeAfterAcquire(m)) break;
-    if (config_.prefix_cache.enabled) TakeHits(slot, m);
-    const bool allocated = pool_.Allocate(need, l.blocks);
-    FP_ASSERT(allocated);
-    InsertRunning(slot);
-    AddChunk(slot, n);
-    budget -= n;
-    admitted.push_back(slot);
+  Live& l = slots_[static_cast<size_t>(slot)];
+  const Match m = config_.prefix_cache.enabled ? Lookup(l) : Match{};
+  const int64_t start = m.used_blocks * block;  // num_computed once admitted
+  const int64_t n = PrefillChunk(l, budget, start);
+  if (n <= 0) return false;
+  const int64_t tokens = config_.admission == AdmissionMode::kReserve ? l.req.prompt_tokens() + l.req.output_tokens
+                                                                       : start + n;
+  const int64_t need = BlocksForTokens(tokens, block) - m.used_blocks;
+  // Head-of-line: when the first candidate's blocks are not free, nobody behind it is
+  // admitted either (a request is never starved by smaller ones behind it). Hits that
+  // are cached leave the free list, so they do not count as free for the rest.
+  if (need > FreeAfterAcquire(m)) return false;
+  LeaveWaiting(slot);
+  if (config_.prefix_cache.enabled) TakeHits(slot, m);
+  const bool allocated = pool_.Allocate(need, l.blocks);
+  FP_ASSERT(allocated);
+  InsertRunning(slot);
+  AddChunk(slot, n);
+  budget -= n;
+  return true;
+}
+
+void Engine::ScheduleWaiting(int64_t& budget) {
+  // Candidates in policy order (queue order, or PrefillKey order for reordering
+  // policies); the first that cannot be admitted ends admission for this step.
+  const bool reorders = policy_->ReordersPrefill();
+  while (budget > 0 && running_count() < config_.scheduler.max_running) {
+    if (reorders) {
+      const int32_t slot = NextByPrefillKey();
+      if (slot < 0 || !Admit(slot, budget)) break;
+      continue;
+    }
+    // Queue order: admitted requests are a prefix of the queue, so they leave from the
+    // front, with the stale entries before them.
+    while (!waiting_.empty() && !IsCurrent(waiting_.front().slot, waiting_.front().pos)) waiting_.pop_front();
+    if (waiting_.empty() || !Admit(waiting_.front().slot, budget)) break;
+    waiting_.pop_front();
   }
-  if (admitted.empty()) return;
-  std::erase_if(waiting_, [&](int32_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
 }
 
 std::optional<SimTime> Engine::StartStep(SimTime now) {
@@ -575,6 +749,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
     ScheduleWaiting(budget);
   }
   if (config_.prefix_cache.enabled) SyncPoolCounters();  // scheduling allocates, which evicts
+  CompactWaiting();
   if (plan_.empty()) return std::nullopt;
 
   const StepCost cost = cost_->Cost(chunks_);
@@ -609,6 +784,7 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   }
   l.gap_spans_preemption = false;
   l.last_token = now;
+  if (token_events_ && observer_ != nullptr) observer_->OnToken(replica_, l.req.id, l.generated - 1, now);
   if (l.generated == l.output_tokens) {
     RemoveRunning(p.slot);
     End(p.slot, RequestStatus::kOk, now);
@@ -679,6 +855,7 @@ Status Engine::CheckInvariants() const {
   }
   // Sharing: each block's refcount is the number of live requests holding it.
   FP_RETURN_IF_ERROR(CheckSharing());
+  FP_RETURN_IF_ERROR(CheckWaiting());
   if (live != static_cast<int64_t>(index_.size())) return InternalError("request index out of sync");
   if (live != waiting_count() + running_count() + importing_ &&
       !(in_flight_)) {  // cancelled in-flight requests are in neither queue until the step ends

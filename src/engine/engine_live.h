@@ -23,6 +23,7 @@ struct Engine::Live {
   int64_t sealed = 0;        // prefix cache: blocks [0, sealed) are full and immutable
   bool in_use = false;
   bool running = false;        // member of running_ (kept so membership is O(1))
+  bool waiting = false;        // in the waiting queue at position wait_pos
   bool importing = false;      // between BeginImport and FinishImport: KV still moving
   bool cancelled = false;
   bool gap_spans_preemption = false;
@@ -39,6 +40,7 @@ struct Engine::Live {
 
   Request req;
   int64_t enqueued_step = 0;   // step index when it last entered the waiting queue
+  int64_t wait_pos = 0;        // its position there while `waiting` (Engine::EnqueueWaiting)
   int32_t preemptions = 0;
 
   // Prefix cache. `hashes` are the chained identities of the full blocks this request

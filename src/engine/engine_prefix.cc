@@ -40,6 +40,8 @@ PrefixCacheCounters& PrefixCacheCounters::operator+=(const PrefixCacheCounters& 
   hit_tokens += o.hit_tokens;
   saved_prefill_tokens += o.saved_prefill_tokens;
   saved_prefill += o.saved_prefill;
+  rehit_blocks += o.rehit_blocks;
+  rehit_tokens += o.rehit_tokens;
   evictions += o.evictions;
   invalidations += o.invalidations;
   return *this;
@@ -56,6 +58,7 @@ Json PrefixCacheCounters::ToJson() const {
   j["hit_rate"] = lookup_tokens > 0
                       ? RoundForReport(static_cast<double>(hit_tokens) / static_cast<double>(lookup_tokens))
                       : 0.0;
+  j["rehit_tokens"] = rehit_tokens;
   j["evictions"] = evictions;
   j["invalidations"] = invalidations;
   return j;
@@ -183,6 +186,15 @@ void Engine::TakeHits(int32_t slot, const Match& m) {
   outstanding_tokens_ -= saved;
 
   PrefixCacheCounters c;
+  if (l.preemptions > 0) {
+    // A re-admission: the request's lookup and savings were counted when it was first
+    // admitted (or imported); what the cache gives back now is recompute it absorbs.
+    c.rehit_blocks = m.hit_blocks;
+    c.rehit_tokens = m.hit_blocks * block;
+    ClassCounters(l.req.class_id) += c;
+    stats_.prefix_cache += c;
+    return;
+  }
   c.lookups = 1;
   c.lookup_tokens = l.num_tokens;
   c.hit_blocks = m.hit_blocks;

@@ -411,4 +411,20 @@ Status KvBlockPool::CheckInvariants() const {
   return CheckIndex();
 }
 
+const std::vector<EvictionPolicyRow>& EvictionPolicies() {
+  static const std::vector<EvictionPolicyRow> rows = {
+      {"lru", "least recently released first: the free list's order"},
+  };
+  return rows;
+}
+
+const std::vector<std::string>& EvictionPolicyNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const EvictionPolicyRow& row : EvictionPolicies()) out.emplace_back(row.name);
+    return out;
+  }();
+  return names;
+}
+
 }  // namespace fleetplan

@@ -54,21 +54,37 @@ class PriorityAging final : public SchedulingPolicy {
   double aging_;
 };
 
+template <typename Policy>
+std::unique_ptr<SchedulingPolicy> Make(const SchedulerConfig& c) {
+  return std::make_unique<Policy>(c);
+}
+
 }  // namespace
 
+const std::vector<SchedulingPolicyRow>& SchedulingPolicies() {
+  static const std::vector<SchedulingPolicyRow> rows = {
+      {"prefill-first", "waiting prefills take the budget first", &Make<PrefillFirst>},
+      {"decode-first", "running decoders first, the rest of the budget to prefill", &Make<DecodeFirst>},
+      {"bounded-chunk", "decode-first with small prefill chunks and a bound on step time", &Make<BoundedChunk>},
+      {"priority-aging", "decode-first; prefill by priority + aging x steps waited", &Make<PriorityAging>},
+  };
+  return rows;
+}
+
 const std::vector<std::string>& SchedulingPolicyNames() {
-  static const std::vector<std::string> names = {"prefill-first", "decode-first", "bounded-chunk",
-                                                 "priority-aging"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const SchedulingPolicyRow& row : SchedulingPolicies()) out.emplace_back(row.name);
+    return out;
+  }();
   return names;
 }
 
 Expected<std::unique_ptr<SchedulingPolicy>> MakeSchedulingPolicy(const SchedulerConfig& config) {
-  const std::string& n = config.policy;
-  if (n == "prefill-first") return std::unique_ptr<SchedulingPolicy>(new PrefillFirst(config));
-  if (n == "decode-first") return std::unique_ptr<SchedulingPolicy>(new DecodeFirst(config));
-  if (n == "bounded-chunk") return std::unique_ptr<SchedulingPolicy>(new BoundedChunk(config));
-  if (n == "priority-aging") return std::unique_ptr<SchedulingPolicy>(new PriorityAging(config));
-  return InvalidInput(UnknownNameMessage("scheduling policy", n, SchedulingPolicyNames()));
+  for (const SchedulingPolicyRow& row : SchedulingPolicies()) {
+    if (row.name == config.policy) return row.make(config);
+  }
+  return InvalidInput(UnknownNameMessage("scheduling policy", config.policy, SchedulingPolicyNames()));
 }
 
 }  // namespace fleetplan

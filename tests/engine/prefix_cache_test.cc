@@ -661,6 +661,48 @@ TEST(EnginePrefixCache, PreemptedRequestFindsItsOwnPublishedBlocks) {
   ExpectPoolAtBaseline(*e);
 }
 
+TEST(PrefixCache, SavingsCountOncePerRequestAfterPreemption) {
+  // Regression (issue defect 3): a request re-admitted after a preemption looked up the
+  // cache again and counted its hit as a lookup, hit and saved prefill each time, so a
+  // policy that preempts more appeared to save more. C (priority 2) computes a 64-token
+  // shared prefix; B (priority 0) hits it at its first admission and is preempted when
+  // the pool runs out (A, priority 1, keeps growing); when B is re-admitted it takes C's
+  // prefix blocks again. Its savings count once; the re-hit goes to rehit_tokens.
+  const TestCostModel cost(Ms(10), Duration(), Duration());
+  EngineConfig c = CacheConfig(18);
+  RecordingObserver obs;
+  auto e = MakeEngine(c, cost, &obs);
+  constexpr ContentId kShared = 7;
+  Request rc = Req(3, SimTime(), {{kShared, 64}, {300, 16}}, 100);
+  Request rb = Req(2, SimTime() + Ms(15), {{kShared, 64}, {200, 16}}, 100);
+  Request ra = Req(1, SimTime() + Ms(30), {{100, 16}}, 60);
+  rc.priority = 2;
+  ra.priority = 1;
+  RunEngine(*e, {rc, rb, ra});
+  for (RequestId id : {1, 2, 3}) ASSERT_EQ(obs.outcomes.at(id).status, RequestStatus::kOk) << "request " << id;
+  const RequestOutcome& b = obs.outcomes.at(2);
+  ASSERT_GE(b.preemptions, 1) << "the scenario must preempt B to test anything";
+  EXPECT_EQ(obs.outcomes.at(3).preemptions, 0);
+  const PrefixCacheCounters& pc = e->stats().prefix_cache;
+  EXPECT_EQ(pc.lookups, 3);                       // one per request
+  EXPECT_EQ(pc.lookup_tokens, 80 + 80 + 16);      // their prompts at first admission
+  EXPECT_EQ(pc.hit_blocks, 4);                    // B's first admission only
+  EXPECT_EQ(pc.hit_tokens, 64);
+  EXPECT_EQ(pc.saved_prefill_tokens, 64);
+  // B's re-admissions took at least the shared prefix again (C was still running).
+  EXPECT_GE(pc.rehit_tokens, 64);
+  EXPECT_EQ(pc.rehit_tokens, pc.rehit_blocks * kB);
+  EXPECT_GT(b.cached_tokens, 64);                 // per request: every admission's hits
+  EXPECT_LE(b.cached_tokens - 64, pc.rehit_tokens);
+  const PrefixCacheCounters by_class = e->prefix_cache_for_class(0);
+  EXPECT_EQ(by_class.saved_prefill_tokens, 64);
+  EXPECT_EQ(by_class.rehit_tokens, pc.rehit_tokens);
+  const Json j = e->stats().ToJson(e->pool().total(), Ms(1000), false);
+  EXPECT_EQ(j["prefix_cache"]["rehit_tokens"], pc.rehit_tokens);
+  EXPECT_EQ(j["prefix_cache"]["hit_rate"], RoundForReport(64.0 / 176.0));
+  ExpectPoolAtBaseline(*e);
+}
+
 TEST(EnginePrefixCache, ReserveAdmissionAllocatesOnlyWhatTheHitDoesNotCover) {
   const TestCostModel cost(Ms(1), Us(10), Us(100));
   EngineConfig c = CacheConfig();
@@ -748,7 +790,8 @@ TEST(EnginePrefixCache, CountersPerClassAddUpAndReachJson) {
   const Json j = c1.ToJson();
   EXPECT_EQ(j.dump(),
             "{\"evictions\":0,\"hit_blocks\":6,\"hit_rate\":0.96,\"hit_tokens\":96,\"invalidations\":0,"
-            "\"lookup_tokens\":100,\"lookups\":1,\"saved_prefill_ms\":0.96,\"saved_prefill_tokens\":96}");
+            "\"lookup_tokens\":100,\"lookups\":1,\"rehit_tokens\":0,\"saved_prefill_ms\":0.96,"
+            "\"saved_prefill_tokens\":96}");
   const Json engine = e->stats().ToJson(e->pool().total(), Ms(1000), false);
   EXPECT_EQ(engine["prefix_cache"]["lookups"], 2);
   EXPECT_TRUE(engine["prefix_cache"].contains("mean_pool_share"));

@@ -61,6 +61,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -128,8 +129,15 @@ struct CacheInvalidation {
 // Prefix-cache accounting, per class and in total. Lookups, hits and savings belong to
 // the class of the request that looked up; evictions and invalidations to the class
 // of the request that published the block.
+//
+// A request counts once: lookups, hits and savings are counted at its first admission
+// (or at BeginImport), so saved_prefill_tokens is what the cache saved the fleet's
+// prefill, not that times the request's preemptions. A re-admission after a preemption
+// looks up again and takes what it finds, but counts only in rehit_blocks/rehit_tokens:
+// those are recompute the cache absorbed, not prefill it saved. hit_rate's numerator and
+// denominator are both first admissions only.
 struct PrefixCacheCounters {
-  int64_t lookups = 0;               // admissions that looked up the cache
+  int64_t lookups = 0;               // first admissions that looked up the cache
   int64_t lookup_tokens = 0;         // the requests' tokens at those admissions
   int64_t hit_blocks = 0;            // leading full blocks found in the index
   int64_t hit_tokens = 0;            // hit_blocks * block_tokens
@@ -137,13 +145,16 @@ struct PrefixCacheCounters {
                                      // less the last block when everything hit)
   Duration saved_prefill;            // cost model: one-step prefill of the request's
                                      // tokens without the hit, minus with it
+  int64_t rehit_blocks = 0;          // leading full blocks found at re-admissions after a
+                                     // preemption (not in hit_blocks)
+  int64_t rehit_tokens = 0;          // rehit_blocks * block_tokens
   int64_t evictions = 0;
   int64_t invalidations = 0;
 
   PrefixCacheCounters& operator+=(const PrefixCacheCounters& o);
   // {lookups, lookup_tokens, hit_blocks, hit_tokens, saved_prefill_tokens,
   //  saved_prefill_ms, hit_rate (= hit_tokens / lookup_tokens; 0 without lookups),
-  //  evictions, invalidations}
+  //  rehit_tokens, evictions, invalidations}
   Json ToJson() const;
 };
 
@@ -191,6 +202,10 @@ class EngineObserver {
   virtual void OnRequestDone(const RequestOutcome& outcome) = 0;
   virtual void OnStep(const StepRecord& step) { (void)step; }
   virtual void OnFirstToken(int32_t replica, RequestId id, SimTime t) { (void)replica; (void)id; (void)t; }
+  // Every output token (index 0 is the first), only while Engine::set_token_events is on.
+  virtual void OnToken(int32_t replica, RequestId id, int64_t index, SimTime t) {
+    (void)replica; (void)id; (void)index; (void)t;
+  }
 };
 
 // CUDA-graph use over decode-only steps (the only steps a graph can replay). Steps with
@@ -302,8 +317,12 @@ class Engine {
   void AbortImport(RequestId id);
   int64_t importing_count() const { return importing_; }
 
+  // Token events (EngineObserver::OnToken) for every output token; off by default, so the
+  // step path pays one predictable branch per sampled token.
+  void set_token_events(bool on) { token_events_ = on; }
+
   bool step_in_flight() const { return in_flight_; }
-  bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
+  bool HasWork() const { return waiting_live_ > 0 || !running_.empty(); }
   // Plans a step at `now`; returns its end time, or nullopt when there is nothing to run.
   // REQUIRES: !step_in_flight().
   std::optional<SimTime> StartStep(SimTime now);
@@ -311,7 +330,7 @@ class Engine {
   void FinishStep(SimTime now);
 
   int32_t replica() const { return replica_; }
-  int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t waiting_count() const { return waiting_live_; }
   int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
   int64_t live_requests() const { return static_cast<int64_t>(index_.size()); }
   const KvBlockPool& pool() const { return pool_; }
@@ -346,10 +365,61 @@ class Engine {
   void Reject(const Request& r, SimTime now, std::string reason);
   bool DeadlineUnreachable(const Request& r, SimTime now) const;
 
+  // The waiting queue. Each time a request enters it, it takes a position: submissions
+  // increasing ones at the back, preemptions decreasing ones at the front, so queue
+  // order is position order and a position names one stay in the queue. Three views
+  // share the positions:
+  //   waiting_            the queue in position order; an entry is current while its
+  //                       slot is waiting at that position, else stale (the request was
+  //                       admitted, cancelled or timed out, the slot perhaps reused) and
+  //                       skipped, dropped at the front, compacted once stale ones
+  //                       outnumber current ones;
+  //   deadlines_          a min-heap by (deadline, position) of the stays with a deadline,
+  //                       stale entries dropped when popped or compacted;
+  //   prefill_groups_     (policies that reorder prefill only) per priority, the stays
+  //                       ordered by (enqueued_step, position), and by position; exact,
+  //                       no stale entries.
+  // Leaving the queue is O(1) (plus O(log n) with prefill_groups_) and a step's work on
+  // the queue is proportional to what it admits or expires, not to the queue's length.
+  struct WaitEntry {
+    int64_t pos;
+    int32_t slot;
+  };
+  struct DeadlineEntry {
+    SimTime deadline;
+    int64_t pos;
+    int32_t slot;
+  };
+  struct AgeEntry {
+    int64_t enqueued_step;
+    int64_t pos;
+    int32_t slot;
+    auto operator<=>(const AgeEntry&) const = default;
+  };
+  struct PriorityGroup {
+    std::set<AgeEntry> by_age;                     // (enqueued_step, pos): key order
+    std::set<std::pair<int64_t, int32_t>> by_pos;  // (pos, slot): queue order
+  };
+  void EnqueueWaiting(int32_t slot, bool front);
+  // Marks the slot's stay stale in waiting_ and deadlines_ and removes it from
+  // prefill_groups_. REQUIRES: the slot is waiting.
+  void LeaveWaiting(int32_t slot);
+  bool IsCurrent(int32_t slot, int64_t pos) const;
+  // Drops stale entries once they outnumber the current ones (amortized O(1)).
+  void CompactWaiting();
+  // The next prefill candidate of a reordering policy: the highest PrefillKey, ties by
+  // queue order (what a stable sort of the queue by key gives), or -1 when none waits.
+  // REQUIRES: PrefillKey non-decreasing in waiting_steps for a fixed priority (aging).
+  int32_t NextByPrefillKey() const;
+  Status CheckWaiting() const;
+
   void ExpireWaiting(SimTime now);
   void ScheduleDecodes(int64_t& budget);
   void SchedulePartialPrefills(int64_t& budget);
   void ScheduleWaiting(int64_t& budget);
+  // Admits waiting `slot` with its first chunk if its blocks are free and the budget
+  // gives it a chunk; false (changing nothing) otherwise, which ends admission this step.
+  bool Admit(int32_t slot, int64_t& budget);
   // The next prefill chunk of `l` if `computed` tokens of it were computed.
   int64_t PrefillChunk(const Live& l, int64_t budget, int64_t computed) const;
   // Allocates blocks for `new_tokens` more tokens, preempting others if needed; false
@@ -380,7 +450,8 @@ class Engine {
   // Read-only lookup; the found blocks are left in match_blocks_.
   Match Lookup(Live& l);
   int64_t FreeAfterAcquire(const Match& m) const;
-  // Takes references on the match's used blocks and accounts the lookup.
+  // Takes references on the match's used blocks and accounts the lookup: as a lookup at
+  // the request's first admission, as a re-hit after a preemption (PrefixCacheCounters).
   void TakeHits(int32_t slot, const Match& m);
   // BeginImport's hits: references, sealed blocks and lookup counters (engine.cc).
   void TakeImportHits(Live& l, const Match& m);
@@ -404,7 +475,15 @@ class Engine {
   std::vector<Live> slots_;
   std::vector<int32_t> free_slots_;
   std::unordered_map<RequestId, int32_t> index_;  // lookup only; never iterated
-  std::deque<int32_t> waiting_;    // arrival order; preempted requests return to the front
+  // The waiting queue (see EnqueueWaiting): arrival order, preempted requests at the front.
+  std::deque<WaitEntry> waiting_;
+  std::vector<DeadlineEntry> deadlines_;           // std::push_heap order, earliest on top
+  std::map<int32_t, PriorityGroup> prefill_groups_;  // by priority; only if ReordersPrefill
+  int64_t waiting_live_ = 0;       // current entries of waiting_
+  int64_t waiting_deadlines_ = 0;  // current entries of deadlines_
+  int64_t next_back_pos_ = 0;      // the next submission's position
+  int64_t next_front_pos_ = -1;    // the next preemption's position
+  std::vector<DeadlineEntry> expired_;  // ExpireWaiting's scratch
   std::vector<int32_t> running_;   // ordered by (priority desc, arrival asc)
 
   bool in_flight_ = false;
@@ -418,6 +497,7 @@ class Engine {
   int64_t step_index_ = 0;
   int64_t outstanding_tokens_ = 0;
   int64_t importing_ = 0;  // live requests between BeginImport and Finish/AbortImport
+  bool token_events_ = false;
   EngineStats stats_;
 
   // Prefix cache state.

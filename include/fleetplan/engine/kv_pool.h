@@ -77,6 +77,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -275,5 +276,16 @@ class KvBlockPool {
 inline int64_t BlocksForTokens(int64_t tokens, int64_t block_tokens) {
   return (tokens + block_tokens - 1) / block_tokens;
 }
+
+// The eviction-policy registry (engine.prefix_cache.eviction). The free list's order is
+// the eviction order, so a policy is an order the pool keeps; `lru` (released blocks
+// join the tail, the head is evicted first) is the one it keeps today. The scenario
+// reader validates names against these rows.
+struct EvictionPolicyRow {
+  std::string_view name;
+  std::string_view summary;
+};
+const std::vector<EvictionPolicyRow>& EvictionPolicies();
+const std::vector<std::string>& EvictionPolicyNames();
 
 }  // namespace fleetplan

@@ -19,13 +19,14 @@
 
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
+#include "fleetplan/memory/inputs.h"
 
 namespace fleetplan {
 
 struct SchedulerConfig {
   std::string policy = "bounded-chunk";
-  int64_t max_batched_tokens = 8192;  // token budget per step
-  int64_t max_running = 256;          // most requests holding KV at once
+  int64_t max_batched_tokens = kDefaultMaxBatchedTokens;  // token budget per step
+  int64_t max_running = kDefaultMaxRunning;               // most requests holding KV at once
   int64_t chunk_tokens = 512;         // bounded-chunk: largest prefill chunk per request
   Duration max_decode_stall = Ms(150);  // bounded-chunk: longest step while decoders run
   double aging_per_step = 0.05;       // priority-aging: score gain per step spent waiting
@@ -47,6 +48,16 @@ class SchedulingPolicy {
   // Sort key of a prefill candidate; higher is scheduled first.
   virtual double PrefillKey(int32_t priority, int64_t waiting_steps) const { return 0.0; }
 };
+
+// The scheduling-policy registry: one row per policy. The scenario reader validates names
+// against it, MakeSchedulingPolicy constructs from it, and the shared contract test
+// iterates it, so a new policy is one strategy object plus one row.
+struct SchedulingPolicyRow {
+  std::string_view name;
+  std::string_view summary;  // one line, for --help and docs
+  std::unique_ptr<SchedulingPolicy> (*make)(const SchedulerConfig& config) = nullptr;
+};
+const std::vector<SchedulingPolicyRow>& SchedulingPolicies();
 
 // The valid policy names, in documentation order.
 const std::vector<std::string>& SchedulingPolicyNames();
