@@ -6,13 +6,15 @@
 
 namespace fleetplan {
 
-PrefixView::PrefixView(int32_t replicas, int64_t capacity_blocks, int64_t block_tokens, bool share_across_tenants)
-    : replicas_(static_cast<size_t>(replicas)),
-      capacity_blocks_(capacity_blocks),
-      block_tokens_(block_tokens),
-      share_across_tenants_(share_across_tenants) {
-  FP_ASSERT(replicas >= 1 && capacity_blocks >= 0 && block_tokens >= 1);
-  FP_ASSERT(capacity_blocks <= std::numeric_limits<int32_t>::max());
+PrefixView::PrefixView(int64_t block_tokens, bool share_across_tenants)
+    : block_tokens_(block_tokens), share_across_tenants_(share_across_tenants) {
+  FP_ASSERT(block_tokens >= 1);
+}
+
+int32_t PrefixView::AddReplica(int64_t capacity_blocks) {
+  FP_ASSERT(capacity_blocks >= 0 && capacity_blocks <= std::numeric_limits<int32_t>::max());
+  replicas_.emplace_back().capacity = capacity_blocks;
+  return static_cast<int32_t>(replicas_.size()) - 1;
 }
 
 void PrefixView::Hash(const Request& r, std::vector<BlockHash>* out) const {
@@ -63,7 +65,7 @@ void PrefixView::Touch(Replica& rep, const BlockHash& h) {
     return;
   }
   int32_t n = 0;
-  if (static_cast<int64_t>(rep.nodes.size()) < capacity_blocks_) {
+  if (static_cast<int64_t>(rep.nodes.size()) < rep.capacity) {
     n = static_cast<int32_t>(rep.nodes.size());
     rep.nodes.push_back(Node{h, -1, -1});
   } else {
@@ -77,8 +79,8 @@ void PrefixView::Touch(Replica& rep, const BlockHash& h) {
 }
 
 void PrefixView::Record(int32_t replica, std::span<const BlockHash> hashes) {
-  if (capacity_blocks_ < 1) return;
   Replica& rep = replicas_[static_cast<size_t>(replica)];
+  if (rep.capacity < 1) return;
   // Last block first: a prompt's leading blocks end up the most recent, so the tails of
   // chains are dropped before the shared heads (as the engine's free list does).
   for (auto it = hashes.rbegin(); it != hashes.rend(); ++it) Touch(rep, *it);

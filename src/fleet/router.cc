@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <functional>
 
+#include <fmt/format.h>
+
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/scenario_schema.h"
 
 namespace fleetplan {
 namespace {
@@ -199,11 +202,110 @@ class AdapterAware final : public ScoringRouter {
   AdapterAwareWeights w_;
 };
 
+// ---- the registry ---------------------------------------------------------------------
+
+Status ReadOutstandingBy(const YamlNode& node, RouterConfig& c, std::vector<std::string>& derived) {
+  static const std::vector<std::string> kOutstandingBy = {"tokens", "requests"};
+  FP_ASSIGN_OR_RETURN(std::string by, node.StringOr("tokens"));
+  if (std::find(kOutstandingBy.begin(), kOutstandingBy.end(), by) == kOutstandingBy.end()) {
+    return node.Error(UnknownNameMessage("load measure", by, kOutstandingBy));
+  }
+  c.outstanding_by = by == "requests" ? OutstandingBy::kRequests : OutstandingBy::kTokens;
+  if (!node.present()) derived.push_back(fmt::format("{}: tokens (not given)", node.path()));
+  return Status::Ok();
+}
+
+// router.weighted: scorer -> weight >= 0, at least one > 0. Default when absent.
+Status ReadWeights(const YamlNode& node, RouterConfig& c, std::vector<std::string>& derived) {
+  if (!node.present() || node.IsNull()) {
+    c.weights = {{"prefix", 3.0}, {"queue", 2.0}, {"kv", 2.0}};
+    derived.push_back("router.weighted: {prefix: 3, queue: 2, kv: 2} (not given)");
+    return Status::Ok();
+  }
+  FP_RETURN_IF_ERROR(node.CheckKeys(WeightedScorerNames()));
+  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  double total = 0;
+  for (const auto& [name, value] : entries) {
+    FP_ASSIGN_OR_RETURN(double w, value.AsDoubleInRange(0.0, 1e6));
+    c.weights[name] = w;
+    total += w;
+  }
+  if (total <= 0) return node.Error("expected at least one scorer with a weight > 0");
+  return Status::Ok();
+}
+
+Status ReadAdapterAware(const YamlNode& node, RouterConfig& c, std::vector<std::string>& derived) {
+  if (node.present() && !node.IsNull()) FP_RETURN_IF_ERROR(node.CheckKeys(scenario_keys::kRouterAdapterAware));
+  AdapterAwareWeights& w = c.adapter_aware;
+  const AdapterAwareWeights defaults;
+  FP_ASSIGN_OR_RETURN(w.load, node["load"].DoubleOr(defaults.load));
+  FP_ASSIGN_OR_RETURN(w.affinity, node["affinity"].DoubleOr(defaults.affinity));
+  for (const char* key : {"load", "affinity"}) {
+    if (!node[key].present()) {
+      derived.push_back(fmt::format("{}: {:g} (not given)", node[key].path(), key == std::string("load") ? w.load : w.affinity));
+    }
+  }
+  if (w.affinity < 0) return node["affinity"].Error(fmt::format("expected a number >= 0, got {}", w.affinity));
+  if (w.load <= w.affinity) {
+    const YamlNode at = node["load"].present() ? node["load"] : node["affinity"];
+    return at.Error(fmt::format("expected load > affinity (got load {}, affinity {}), so one hot adapter "
+                                "cannot make a hot replica",
+                                w.load, w.affinity));
+  }
+  return Status::Ok();
+}
+
+bool Never(const RouterConfig&) { return false; }
+bool Always(const RouterConfig&) { return true; }
+bool WeighsPrefixes(const RouterConfig& c) {
+  const auto it = c.weights.find("prefix");
+  return it != c.weights.end() && it->second > 0;
+}
+
+std::unique_ptr<Router> MakeRoundRobin(const RouterConfig&, const RouterContext&) {
+  return std::make_unique<RoundRobin>();
+}
+std::unique_ptr<Router> MakeLeastOutstanding(const RouterConfig& c, const RouterContext&) {
+  return std::make_unique<LeastOutstanding>(c.outstanding_by);
+}
+std::unique_ptr<Router> MakeCacheAware(const RouterConfig&, const RouterContext& context) {
+  const Duration missing = context.missing_cost_per_token > Duration() ? context.missing_cost_per_token
+                                                                        : context.prefill_cost_per_token;
+  return std::make_unique<CacheAware>(context.prefill_cost_per_token, missing);
+}
+std::unique_ptr<Router> MakeWeighted(const RouterConfig& c, const RouterContext&) {
+  return std::make_unique<Weighted>(c.weights);
+}
+std::unique_ptr<Router> MakeAdapterAware(const RouterConfig& c, const RouterContext&) {
+  return std::make_unique<AdapterAware>(c.adapter_aware);
+}
+
 }  // namespace
 
+const std::vector<RouterPolicy>& RouterPolicies() {
+  static const std::vector<RouterPolicy> rows = {
+      {"round-robin", "", nullptr, &MakeRoundRobin, &Never},
+      {"least-outstanding", "outstanding_by", &ReadOutstandingBy, &MakeLeastOutstanding, &Never},
+      {"cache-aware", "", nullptr, &MakeCacheAware, &Always},
+      {"weighted", "weighted", &ReadWeights, &MakeWeighted, &WeighsPrefixes},
+      {"adapter-aware", "adapter_aware", &ReadAdapterAware, &MakeAdapterAware, &Never},
+  };
+  return rows;
+}
+
+const RouterPolicy* FindRouterPolicy(std::string_view name) {
+  for (const RouterPolicy& p : RouterPolicies()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
 const std::vector<std::string>& RouterNames() {
-  static const std::vector<std::string> names = {"round-robin", "least-outstanding", "cache-aware", "weighted",
-                                                 "adapter-aware"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const RouterPolicy& p : RouterPolicies()) out.emplace_back(p.name);
+    return out;
+  }();
   return names;
 }
 
@@ -216,18 +318,15 @@ const std::vector<std::string>& WeightedScorerNames() {
   return names;
 }
 
+bool RouterReadsPrefixes(const RouterConfig& config) {
+  const RouterPolicy* p = FindRouterPolicy(config.policy);
+  return p != nullptr && p->reads_prefixes(config);
+}
+
 Expected<std::unique_ptr<Router>> MakeRouter(const RouterConfig& config, const RouterContext& context) {
-  const std::string& p = config.policy;
-  if (p == "round-robin") return std::unique_ptr<Router>(new RoundRobin());
-  if (p == "least-outstanding") return std::unique_ptr<Router>(new LeastOutstanding(config.outstanding_by));
-  if (p == "cache-aware") {
-    const Duration missing = context.missing_cost_per_token > Duration() ? context.missing_cost_per_token
-                                                                          : context.prefill_cost_per_token;
-    return std::unique_ptr<Router>(new CacheAware(context.prefill_cost_per_token, missing));
-  }
-  if (p == "weighted") return std::unique_ptr<Router>(new Weighted(config.weights));
-  if (p == "adapter-aware") return std::unique_ptr<Router>(new AdapterAware(config.adapter_aware));
-  return InvalidInput(UnknownNameMessage("router policy", p, RouterNames()));
+  const RouterPolicy* p = FindRouterPolicy(config.policy);
+  if (p == nullptr) return InvalidInput(UnknownNameMessage("router policy", config.policy, RouterNames()));
+  return p->make(config, context);
 }
 
 }  // namespace fleetplan

@@ -5,13 +5,28 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/fleet/telemetry.h"
+
 namespace fleetplan {
+
+std::string_view ReplicaStateName(ReplicaState state) {
+  switch (state) {
+    case ReplicaState::kPending: return "pending";
+    case ReplicaState::kLoading: return "loading";
+    case ReplicaState::kReady: return "ready";
+    case ReplicaState::kDraining: return "draining";
+    case ReplicaState::kGone: return "gone";
+  }
+  return "unknown";
+}
 
 class Simulation::Forwarder final : public EngineObserver {
  public:
   explicit Forwarder(Simulation* sim) : sim_(sim) {}
   void OnRequestDone(const RequestOutcome& o) override {
-    if (sim_->InPrefillStage(o.replica, o.id) && sim_->OnPrefillEnded(o)) return;
+    for (const auto& c : sim_->components_) {
+      if (c->ConsumeOutcome(o)) return;
+    }
     ++sim_->requests_done_;
     if (sim_->source_ != nullptr && o.finish) sim_->source_->OnRequestFinished(o.id, *o.finish);
     if (sim_->sink_ != nullptr) sim_->sink_->OnRequestDone(o);
@@ -21,15 +36,23 @@ class Simulation::Forwarder final : public EngineObserver {
     if (sim_->sink_ != nullptr) sim_->sink_->OnStep(s);
   }
   void OnFirstToken(int32_t replica, RequestId id, SimTime t) override {
-    // A prefill replica's token reaches the client with the KV, from the serving replica.
-    if (sim_->InPrefillStage(replica, id)) return;
+    for (const auto& c : sim_->components_) {
+      if (c->IsStageCopy(replica, id)) return;
+    }
     const auto it = sim_->routes_.find(id);
     if (it != sim_->routes_.end()) {
-      auto& awaiting = sim_->awaiting_first_token_[static_cast<size_t>(replica)];
-      awaiting.erase({it->second.arrival_ns, id});
-      sim_->figures_[static_cast<size_t>(replica)].ttft_ns.push_back(t.ns() - it->second.arrival_ns);
+      Replica& rep = sim_->table_[static_cast<size_t>(replica)];
+      rep.awaiting_first_token.erase({it->second.arrival_ns, id});
+      rep.figures.ttft_ns.push_back(t.ns() - it->second.arrival_ns);
     }
     if (sim_->sink_ != nullptr) sim_->sink_->OnFirstToken(replica, id, t);
+  }
+  void OnToken(int32_t replica, RequestId id, int64_t index, SimTime t) override {
+    if (!sim_->on_token_) return;
+    for (const auto& c : sim_->components_) {
+      if (c->IsStageCopy(replica, id)) return;
+    }
+    sim_->on_token_(TokenEvent{id, replica, index, t});
   }
 
  private:
@@ -39,86 +62,43 @@ class Simulation::Forwarder final : public EngineObserver {
 Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup, EngineObserver* sink) {
   if (setup.replicas.empty()) return InvalidInput("the fleet has no replicas");
   std::unique_ptr<Simulation> sim(new Simulation(setup, sink));
-  for (size_t i = 0; i < setup.replicas.size(); ++i) {
-    const ReplicaSetup& r = setup.replicas[i];
+  sim->roles_at_creation_.assign(3, false);
+  for (const ReplicaSetup& r : setup.replicas) {
     FP_ASSERT(r.cost != nullptr);
-    FP_ASSIGN_OR_RETURN(auto engine,
-                        Engine::Create(static_cast<int32_t>(i), r.engine, r.cost.get(), sim->forwarder_.get()));
-    sim->engines_.push_back(std::move(engine));
+    sim->roles_at_creation_[static_cast<size_t>(r.role)] = true;
   }
-  const size_t n = setup.replicas.size();
-  for (size_t i = 0; i < n; ++i) {
-    (setup.replicas[i].role == PoolRole::kPrefill ? sim->prefill_ : sim->serving_).push_back(static_cast<int32_t>(i));
-  }
-  if (sim->serving_.empty()) return InvalidInput("the fleet has no mixed or decode replica to serve requests");
+  const auto first_of = [&](bool prefill) -> const ReplicaSetup* {
+    for (const ReplicaSetup& r : setup.replicas) {
+      if ((r.role == PoolRole::kPrefill) == prefill) return &r;
+    }
+    return nullptr;
+  };
+  const ReplicaSetup* serving = first_of(false);
+  const ReplicaSetup* prefill = first_of(true);
+  if (serving == nullptr) return InvalidInput("the fleet has no mixed or decode replica to serve requests");
   RouterContext context;
-  context.prefill_cost_per_token = setup.replicas[static_cast<size_t>(sim->serving_[0])].cost->PrefillCostPerToken();
+  context.prefill_cost_per_token = serving->cost->PrefillCostPerToken();
   RouterContext serving_context = context;
-  if (!sim->prefill_.empty()) {
+  if (prefill != nullptr && prefill->link_bytes_per_second > 0) {
     // The serving replica of a disaggregated request fetches what it lacks from the
     // prefill replica rather than recomputing it.
-    const ReplicaSetup& p = setup.replicas[static_cast<size_t>(sim->prefill_[0])];
-    if (p.link_bytes_per_second > 0) {
-      serving_context.missing_cost_per_token = Duration::Nanos(std::max<int64_t>(
-          1, static_cast<int64_t>(static_cast<double>(p.kv_bytes_per_token) * 1e9 /
-                                  static_cast<double>(p.link_bytes_per_second))));
-    }
+    serving_context.missing_cost_per_token = Duration::Nanos(std::max<int64_t>(
+        1, static_cast<int64_t>(static_cast<double>(prefill->kv_bytes_per_token) * 1e9 /
+                                static_cast<double>(prefill->link_bytes_per_second))));
   }
-  FP_ASSIGN_OR_RETURN(sim->router_, MakeRouter(setup.router, serving_context));
-  if (!sim->prefill_.empty()) {
+  FP_ASSIGN_OR_RETURN(sim->routers_[static_cast<int>(RouterSet::kServing)], MakeRouter(setup.router, serving_context));
+  if (prefill != nullptr) {
     RouterContext prefill_context;
-    prefill_context.prefill_cost_per_token =
-        setup.replicas[static_cast<size_t>(sim->prefill_[0])].cost->PrefillCostPerToken();
-    FP_ASSIGN_OR_RETURN(sim->prefill_router_, MakeRouter(setup.router, prefill_context));
-    FP_ASSIGN_OR_RETURN(sim->colocate_router_, MakeRouter(setup.router, context));
-    for (size_t i = 0; i < n; ++i) sim->all_.push_back(static_cast<int32_t>(i));
-    sim->admission_queue_.assign(n, {});
-    sim->transfer_queue_.assign(n, {});
-    sim->reserved_blocks_.assign(n, 0);
-    sim->reserved_requests_.assign(n, 0);
-    sim->pending_requests_.assign(n, 0);
-    sim->pending_tokens_.assign(n, 0);
-    sim->links_.resize(n);
-    sim->link_owner_.assign(n, {});
-    sim->link_event_at_.assign(n, std::nullopt);
-    for (int32_t p : sim->prefill_) {
-      const ReplicaSetup& r = setup.replicas[static_cast<size_t>(p)];
-      if (r.link_bytes_per_second < 1 || r.kv_bytes_per_token < 1) {
-        return InvalidInput(fmt::format("prefill replica {} has no KV transfer link or KV size", p));
-      }
-      sim->links_[static_cast<size_t>(p)].emplace(setup.disaggregation.setup, r.link_bytes_per_second);
-    }
+    prefill_context.prefill_cost_per_token = prefill->cost->PrefillCostPerToken();
+    FP_ASSIGN_OR_RETURN(sim->routers_[static_cast<int>(RouterSet::kPrefill)], MakeRouter(setup.router, prefill_context));
+    FP_ASSIGN_OR_RETURN(sim->routers_[static_cast<int>(RouterSet::kAll)], MakeRouter(setup.router, context));
   }
-  sim->telemetry_.assign(n, ReplicaTelemetry{});
-  sim->sent_requests_.assign(n, 0);
-  sim->sent_tokens_.assign(n, 0);
-  const RouterConfig& rc = setup.router;
-  const auto prefix_weight = rc.weights.find("prefix");
-  const EngineConfig& e = setup.replicas[0].engine;
-  // Prefix beliefs only where a policy reads them and the replicas cache prefixes.
-  sim->tracks_prefixes_ = e.prefix_cache.enabled &&
-                          (rc.policy == "cache-aware" || (rc.policy == "weighted" && prefix_weight != rc.weights.end() &&
-                                                          prefix_weight->second > 0));
-  if (sim->tracks_prefixes_ && !rc.precise) {
-    sim->prefix_view_.emplace(static_cast<int32_t>(n), e.kv_blocks, e.block_tokens,
-                              e.prefix_cache.share_across_tenants);
+  FP_RETURN_IF_ERROR(sim->AddComponents());
+  for (const ReplicaSetup& r : setup.replicas) {
+    const Expected<int32_t> id = sim->NewReplica(r, ReplicaState::kReady);
+    if (!id.ok()) return id.status();
   }
-  if (setup.replication.enabled) {
-    if (!sim->tracks_prefixes_) {
-      return InvalidInput("hot-prefix replication needs the prefix cache and a router that reads prefixes");
-    }
-    if (!sim->prefix_view_) {
-      sim->hasher_.emplace(1, 0, e.block_tokens, e.prefix_cache.share_across_tenants);
-    }
-    const int64_t blocks = (setup.replication.prefix_tokens + e.block_tokens - 1) / e.block_tokens;
-    sim->placement_.emplace(setup.replication, blocks, e.block_tokens, static_cast<int32_t>(n));
-  }
-  if (setup.adapters.enabled) sim->adapters_.assign(n, AdapterResidency(setup.adapters));
-  sim->adapter_snapshot_.assign(n, {});
-  sim->adapter_sent_.assign(n, {});
-  sim->awaiting_first_token_.assign(n, {});
-  sim->figures_.assign(n, ReplicaFigures{});
-  sim->in_engine_call_.assign(n, 0);
+  sim->RebuildReadyLists();
   return sim;
 }
 
@@ -127,69 +107,180 @@ Simulation::Simulation(const FleetSetup& setup, EngineObserver* sink)
 
 Simulation::~Simulation() = default;
 
-Status Simulation::PullArrival(RequestSource& source) {
-  if (pending_arrival_) return Status::Ok();
-  FP_ASSIGN_OR_RETURN(std::optional<Request> next, source.Next());
-  if (!next) return Status::Ok();
-  if (next->arrival < now_) {
-    return InternalError(fmt::format("request {} arrives at {} ns, before the simulated time {} ns", next->id,
-                                     next->arrival.ns(), now_.ns()));
+Status Simulation::AddComponents() {
+  for (const FleetComponentRow& row : FleetComponents()) {
+    if (!row.wanted(setup_)) continue;
+    FP_ASSIGN_OR_RETURN(std::unique_ptr<FleetComponent> c, row.make(*this));
+    components_.push_back(std::move(c));
   }
-  if (!first_arrival_) first_arrival_ = next->arrival;
-  queue_.Push(next->arrival, EventKind::kArrival);
-  pending_arrival_ = std::move(next);
+  telemetry_ = find_component<Telemetry>();
+  FP_ASSERT(telemetry_ != nullptr);  // a row that every fleet has
   return Status::Ok();
 }
 
-void Simulation::RefreshTelemetry(SimTime now) {
-  for (size_t i = 0; i < engines_.size(); ++i) {
-    const Engine& e = *engines_[i];
-    telemetry_[i] = ReplicaTelemetry{e.waiting_count(), e.running_count(), e.outstanding_tokens(),
-                                     e.pool().used_count(), e.pool().total(), now};
-    if (!pending_requests_.empty()) {
-      telemetry_[i].waiting += pending_requests_[i];
-      telemetry_[i].outstanding_tokens += pending_tokens_[i];
-    }
-    sent_requests_[i] = 0;
-    sent_tokens_[i] = 0;
-    adapter_sent_[i].clear();
-    adapter_snapshot_[i].clear();
-    if (!adapters_.empty()) adapters_[i].AppendResident(&adapter_snapshot_[i]);
+Expected<int32_t> Simulation::NewReplica(const ReplicaSetup& setup, ReplicaState state) {
+  const auto id = static_cast<int32_t>(table_.size());
+  FP_ASSIGN_OR_RETURN(auto engine, Engine::Create(id, setup.engine, setup.cost.get(), forwarder_.get()));
+  if (on_token_) engine->set_token_events(true);
+  Replica& rep = table_.emplace_back();
+  rep.setup = setup;
+  rep.engine = std::move(engine);
+  rep.state = state;
+  for (const auto& c : components_) FP_RETURN_IF_ERROR(c->OnReplicaAdded(id));
+  return id;
+}
+
+void Simulation::RebuildReadyLists() {
+  ready_all_.clear();
+  ready_serving_.clear();
+  ready_prefill_.clear();
+  for (size_t i = 0; i < table_.size(); ++i) {
+    if (table_[i].state != ReplicaState::kReady) continue;
+    const auto id = static_cast<int32_t>(i);
+    ready_all_.push_back(id);
+    (table_[i].setup.role == PoolRole::kPrefill ? ready_prefill_ : ready_serving_).push_back(id);
   }
+}
+
+void Simulation::SetState(int32_t replica, ReplicaState state) {
+  table_[static_cast<size_t>(replica)].state = state;
+  RebuildReadyLists();
+}
+
+Expected<int32_t> Simulation::AddReplica(const ReplicaSetup& setup, SimTime at, Duration load_time) {
+  if (setup.cost == nullptr) return InvalidInput("a replica needs a step cost model");
+  if (!roles_at_creation_[static_cast<size_t>(setup.role)]) {
+    return InvalidInput(fmt::format("the fleet was created without a {} pool; a replica can join only a pool the "
+                                    "fleet has",
+                                    PoolRoleName(setup.role)));
+  }
+  if (at < now_) {
+    return InvalidInput(fmt::format("a replica cannot join at {} ns, before the simulated time {} ns", at.ns(), now_.ns()));
+  }
+  if (load_time < Duration()) return InvalidInput("a replica's load time must be >= 0");
+  FP_ASSIGN_OR_RETURN(int32_t id, NewReplica(setup, ReplicaState::kPending));
+  queue_.Push(at, this, kReplicaLoading, id);
+  queue_.Push(at + load_time, this, kReplicaReady, id);
+  return id;
+}
+
+Status Simulation::DrainReplica(int32_t id, SimTime at) {
+  if (id < 0 || id >= replica_count()) {
+    return InvalidInput(fmt::format("no replica {} (the fleet has {})", id, replica_count()));
+  }
+  if (at < now_) {
+    return InvalidInput(fmt::format("a replica cannot drain at {} ns, before the simulated time {} ns", at.ns(), now_.ns()));
+  }
+  queue_.Push(at, this, kReplicaDrain, id);
+  return Status::Ok();
+}
+
+void Simulation::MaybeGone(int32_t replica) {
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  if (rep.state != ReplicaState::kDraining) return;
+  const Engine& e = *rep.engine;
+  if (e.live_requests() != 0 || e.step_in_flight() || e.HasWork()) return;
+  for (const auto& [id, d] : delayed_) {
+    if (d.first == replica) return;
+  }
+  SetState(replica, ReplicaState::kGone);
+}
+
+void Simulation::SetTokenCallback(TokenFn fn) {
+  on_token_ = std::move(fn);
+  for (Replica& rep : table_) rep.engine->set_token_events(static_cast<bool>(on_token_));
+}
+
+Status Simulation::PullArrival() {
+  // Every source request due before the earliest one held is held too: a closed-loop
+  // source can announce, after a completion, a request due before the one it announced
+  // earlier. An open-loop source is held one request ahead.
+  while (source_ != nullptr) {
+    FP_ASSIGN_OR_RETURN(std::optional<SimTime> peek, source_->PeekArrival());
+    if (!peek || (!pulled_times_.empty() && peek->ns() >= pulled_times_.begin()->first)) return Status::Ok();
+    FP_ASSIGN_OR_RETURN(std::optional<Request> next, source_->Next());
+    FP_ASSERT(next.has_value());  // PeekArrival promised one
+    if (next->arrival < now_) {
+      return InternalError(fmt::format("request {} arrives at {} ns, before the simulated time {} ns", next->id,
+                                       next->arrival.ns(), now_.ns()));
+    }
+    if (!first_arrival_ || next->arrival < *first_arrival_) first_arrival_ = next->arrival;
+    const RequestId id = next->id;
+    pulled_times_.insert({next->arrival.ns(), id});
+    queue_.Push(next->arrival, this, kArrival, -1, id);
+    pulled_.emplace(id, std::move(*next));
+  }
+  return Status::Ok();
+}
+
+Status Simulation::Submit(const Request& request) {
+  if (!started_) return InternalError("Submit before Start");
+  if (request.arrival < now_) {
+    return InvalidInput(fmt::format("request {} arrives at {} ns, before the simulated time {} ns", request.id,
+                                    request.arrival.ns(), now_.ns()));
+  }
+  if (request.output_tokens < 1 || request.prompt_tokens() < 1) {
+    return InvalidInput(fmt::format("request {} needs at least one prompt and one output token", request.id));
+  }
+  if (!first_arrival_ || request.arrival < *first_arrival_) first_arrival_ = request.arrival;
+  if (!pushed_.emplace(request.id, request).second) {
+    return InvalidInput(fmt::format("request {} was already submitted", request.id));
+  }
+  queue_.Push(request.arrival, this, kPushedArrival, -1, request.id);
+  return Status::Ok();
+}
+
+void Simulation::Cancel(RequestId id, SimTime at) {
+  const auto p = pushed_.find(id);
+  if (p != pushed_.end() && at < p->second.arrival) {
+    // Before it arrives: it ends at its arrival, never routed.
+    cancelled_before_arrival_.insert(id);
+    return;
+  }
+  queue_.Push(std::max(at, now_), this, kCancel, -1, id);
+}
+
+std::optional<SimTime> Simulation::next_event() const {
+  if (queue_.empty()) return std::nullopt;
+  return queue_.top().time;
+}
+
+void Simulation::OnArrival(Request r, SimTime now) {
+  telemetry_->BeforeDecision(now);
+  for (const auto& c : components_) {
+    if (c->Dispatch(r, now)) return;
+  }
+  RouteRequest(r, now);
+}
+
+void Simulation::RouteRequest(const Request& r, SimTime now) {
+  if (ready_serving_.empty()) {
+    EndInFleet(r, -1, RequestStatus::kRejected, now, "no ready replica to serve it");
+    return;
+  }
+  std::optional<RouteDecision> d;
+  for (const auto& c : components_) {
+    d = c->Route(r, now);
+    if (d) break;
+  }
+  if (!d) {
+    // One replica decides nothing (and its router keeps no rotation to advance).
+    d = table_.size() > 1 ? RouteAmong(RouterSet::kServing, ready_serving_, r) : RouteDecision{ready_serving_[0], 0, {}, {}, 0};
+  }
+  AfterRoute(r, *d, now);
 }
 
 std::vector<ReplicaView> Simulation::BuildView(const std::vector<int32_t>& replicas) const {
-  std::vector<ReplicaView> view(replicas.size());
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    const auto r = static_cast<size_t>(replicas[i]);
-    view[i] = ReplicaView{telemetry_[r], sent_requests_[r], sent_tokens_[r]};
-  }
-  return view;
+  return telemetry_->View(replicas);
 }
 
-bool Simulation::BelievesAdapterResident(size_t i, AdapterId a) const {
-  if (setup_.router.precise) return adapters_[i].resident(a);
-  const auto has = [a](const std::vector<AdapterId>& v) { return std::find(v.begin(), v.end(), a) != v.end(); };
-  return std::binary_search(adapter_snapshot_[i].begin(), adapter_snapshot_[i].end(), a) || has(adapter_sent_[i]);
-}
-
-void Simulation::FillRequestView(const Request& r, const std::vector<int32_t>& replicas,
-                                 std::vector<ReplicaView>& view) {
-  for (size_t i = 0; i < view.size(); ++i) {
-    const int32_t replica = replicas[i];
-    if (tracks_prefixes_) {
-      view[i].matched_prefix_tokens = prefix_view_ ? prefix_view_->MatchedTokens(replica, hashes_)
-                                                   : engines_[static_cast<size_t>(replica)]->PeekCachedPrefixTokens(r);
-    }
-    if (r.adapter != kNoAdapter && !adapters_.empty()) {
-      view[i].adapter_resident = BelievesAdapterResident(static_cast<size_t>(replica), r.adapter);
-    }
-  }
-}
-
-RouteDecision Simulation::RouteAmong(Router& router, const std::vector<int32_t>& replicas, const Request& r) {
+RouteDecision Simulation::RouteAmong(RouterSet set, const std::vector<int32_t>& replicas, const Request& r) {
+  FP_ASSERT(!replicas.empty());
   std::vector<ReplicaView> view = BuildView(replicas);
-  FillRequestView(r, replicas, view);
+  for (size_t i = 0; i < view.size(); ++i) {
+    for (const auto& c : components_) c->FillView(r, replicas[i], view[i]);
+  }
+  Router& router = *routers_[static_cast<int>(set)];
   RouteDecision d = router.Route(r, view);
   FP_ASSERT(d.replica >= 0 && static_cast<size_t>(d.replica) < replicas.size());
   d.matched_prefix_tokens = view[static_cast<size_t>(d.replica)].matched_prefix_tokens;
@@ -197,42 +288,14 @@ RouteDecision Simulation::RouteAmong(Router& router, const std::vector<int32_t>&
   return d;
 }
 
-void Simulation::OnArrival(SimTime now) {
-  Request r = std::move(*pending_arrival_);
-  pending_arrival_.reset();
-  if (setup_.router.telemetry_delay == Duration()) RefreshTelemetry(now);
-  if (prefix_view_) prefix_view_->Hash(r, &hashes_);
-  if (!prefill_.empty()) {
-    RouteWithPools(r, now);
-    return;
-  }
-  RouteDecision d;
-  if (placement_) {
-    d = RouteWithPlacement(r, now);
-  } else if (engines_.size() > 1) {
-    d = RouteAmong(*router_, serving_, r);
-  }
-  AfterRoute(r, d, now);
-}
-
-RouteDecision Simulation::RouteWithPlacement(const Request& r, SimTime now) {
-  if (hasher_) hasher_->Hash(r, &hashes_);
-  const BlockHash* found = placement_->KeyOf(hashes_);
-  if (found == nullptr) return RouteAmong(*router_, serving_, r);
-  const BlockHash key = *found;
-  const std::vector<int32_t>& members = placement_->Arrive(key, now, BuildView(serving_));
-  if (!members.empty()) return RouteAmong(*router_, std::vector<int32_t>(members), r);
-  const RouteDecision d = RouteAmong(*router_, serving_, r);
-  placement_->Place(key, d.replica, now);
-  return d;
+void Simulation::NoteDispatch(const Request& r, int32_t replica, int64_t tokens) {
+  for (const auto& c : components_) c->OnDispatched(r, replica, tokens);
 }
 
 SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime now, std::string_view stage) {
-  const auto t = static_cast<size_t>(d.replica);
-  ++sent_requests_[t];
-  sent_tokens_[t] += r.prompt_tokens() + r.output_tokens;
-  if (prefix_view_) prefix_view_->Record(d.replica, hashes_);
-  ReplicaFigures& f = figures_[t];
+  Replica& rep = table_[static_cast<size_t>(d.replica)];
+  NoteDispatch(r, d.replica, r.prompt_tokens() + r.output_tokens);
+  ReplicaFigures& f = rep.figures;
   ++f.routed;
   f.matched_prefix_tokens += d.matched_prefix_tokens;
   f.queued_work += d.queued_work;
@@ -241,74 +304,81 @@ SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime 
   info.replica = d.replica;
   info.matched_prefix_tokens = d.matched_prefix_tokens;
   info.arrival_ns = r.arrival.ns();
-  const auto& awaiting = awaiting_first_token_[t];
-  if (!awaiting.empty()) info.queue_age = now - SimTime::FromNanos(awaiting.begin()->first);
-  SimTime ready = now;
-  if (r.adapter != kNoAdapter && !adapters_.empty()) {
-    adapter_sent_[t].push_back(r.adapter);
-    info.adapter = r.adapter;
-    ready = adapters_[t].Acquire(r.adapter, now);
-    info.adapter_wait = ready - now;
+  if (!rep.awaiting_first_token.empty()) {
+    info.queue_age = now - SimTime::FromNanos(rep.awaiting_first_token.begin()->first);
   }
+  SimTime ready = now;
+  for (const auto& c : components_) ready = std::max(ready, c->OnRouted(r, d.replica, now, info));
   routes_[r.id] = info;
-  awaiting_first_token_[t].insert({info.arrival_ns, r.id});
+  rep.awaiting_first_token.insert({info.arrival_ns, r.id});
   if (fleet_observer_ != nullptr) {
     fleet_observer_->OnRoute({now, r.id, d.replica, stage, d.matched_prefix_tokens, info.queue_age});
   }
   return ready;
 }
 
-// Books the decision and submits the request now, or when its adapter has loaded.
 void Simulation::AfterRoute(const Request& r, const RouteDecision& d, SimTime now) {
   const SimTime ready = BookRoute(r, d, now);
   if (ready > now) {
     delayed_.emplace(r.id, std::make_pair(d.replica, r));
-    queue_.Push(ready, EventKind::kAdapterReady, d.replica, r.id);
+    queue_.Push(ready, this, kDelayedStart, d.replica, r.id);
     return;
   }
   SubmitTo(d.replica, r, now);
 }
 
+void Simulation::ScheduleCancel(const Request& r, SimTime now) {
+  if (r.cancel_at) queue_.Push(std::max(*r.cancel_at, now), this, kCancel, -1, r.id);
+}
+
 void Simulation::SubmitTo(int32_t replica, const Request& r, SimTime now, bool schedule_cancel) {
-  if (r.cancel_at && schedule_cancel) queue_.Push(std::max(*r.cancel_at, now), EventKind::kCancel, replica, r.id);
-  Engine& e = *engines_[static_cast<size_t>(replica)];
-  e.Submit(r, now);
-  ReplicaFigures& f = figures_[static_cast<size_t>(replica)];
-  f.max_queue_depth = std::max(f.max_queue_depth, e.waiting_count());
+  if (r.cancel_at && schedule_cancel) queue_.Push(std::max(*r.cancel_at, now), this, kCancel, replica, r.id);
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  rep.engine->Submit(r, now);
+  rep.figures.max_queue_depth = std::max(rep.figures.max_queue_depth, rep.engine->waiting_count());
   MaybeStart(replica, now);
 }
 
 void Simulation::OnEnded(const RequestOutcome& o) {
   const auto it = routes_.find(o.id);
   if (it == routes_.end()) return;
-  const auto t = static_cast<size_t>(it->second.replica);
-  awaiting_first_token_[t].erase({it->second.arrival_ns, o.id});
-  if (it->second.adapter != kNoAdapter) adapters_[t].Release(it->second.adapter);
+  const int32_t replica = it->second.replica;
+  table_[static_cast<size_t>(replica)].awaiting_first_token.erase({it->second.arrival_ns, o.id});
+  for (const auto& c : components_) c->OnRequestEnded(o.id, it->second);
   routes_.erase(it);
 }
 
-void Simulation::Cancel(const Event& e) {
-  const auto h = handoffs_.find(e.request);
-  if (h != handoffs_.end()) {
-    CancelHandoff(h->second, now_);
-    return;
+void Simulation::OnCancelEvent(const Event& e) {
+  for (const auto& c : components_) {
+    if (c->ConsumeCancel(e.request, now_)) return;
   }
   int32_t replica = e.replica;
-  if (replica < 0) {  // scheduled at a handoff that has since reached its serving replica
+  if (replica < 0) {  // scheduled at a handoff that has since reached its serving replica, or pushed
     const auto it = routes_.find(e.request);
-    if (it == routes_.end()) return;  // already ended
+    if (it == routes_.end()) return;  // already ended (or never arrived)
     replica = it->second.replica;
   }
-  {
-    EngineCall call(this, replica);
-    engines_[static_cast<size_t>(replica)]->Cancel(e.request, now_);
+  if (const auto d = delayed_.find(e.request); d != delayed_.end()) {
+    // Waiting for its start (a cold adapter): it ends without reaching the engine.
+    const Request r = d->second.second;
+    delayed_.erase(d);
+    EndInFleet(r, replica, RequestStatus::kCancelled, now_, {});
+    MaybeGone(replica);
+    return;
   }
-  AfterRelease(replica, now_);
-  MaybeStart(replica, now_);
+  CancelOn(replica, e.request, now_);
 }
 
-void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now,
-                            std::string reason) {
+void Simulation::CancelOn(int32_t replica, RequestId id, SimTime now) {
+  {
+    EngineCall call(this, replica);
+    engine(replica).Cancel(id, now);
+  }
+  AfterRelease(replica, now);
+  MaybeStart(replica, now);
+}
+
+void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason) {
   RequestOutcome o;
   o.id = r.id;
   o.class_id = r.class_id;
@@ -338,10 +408,12 @@ double PercentileMs(std::vector<int64_t> v, double q) {
 double MeanMs(Duration sum, int64_t n) { return n > 0 ? sum.millis() / static_cast<double>(n) : 0.0; }
 }  // namespace
 
-Json Simulation::ReplicaReportJson(Duration span) {
+Json Simulation::ReplicaReportJson(Duration span, Json* engine_replicas) {
   Json out = Json::array();
-  for (size_t i = 0; i < figures_.size(); ++i) {
-    const ReplicaFigures& f = figures_[i];
+  const bool lifecycle = std::any_of(table_.begin(), table_.end(),
+                                     [](const Replica& r) { return r.state != ReplicaState::kReady; });
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const ReplicaFigures& f = table_[i].figures;
     Json j{{"replica", i},
            {"routed", f.routed},
            {"max_queue_depth", f.max_queue_depth},
@@ -350,141 +422,211 @@ Json Simulation::ReplicaReportJson(Duration span) {
             f.routed > 0 ? static_cast<double>(f.matched_prefix_tokens) / static_cast<double>(f.routed) : 0.0},
            {"mean_queued_work_ms", MeanMs(f.queued_work, f.routed)},
            {"mean_recompute_ms", MeanMs(f.recompute, f.routed)}};
-    if (!prefill_.empty()) {
-      j["role"] = std::string(PoolRoleName(role(static_cast<int32_t>(i))));
-      j["prompts_handed_off"] = f.handed_off;
-    }
-    if (!adapters_.empty()) {
-      adapters_[i].Advance(now_);
-      j["adapters"] = adapters_[i].stats().ToJson(span, adapters_[i].resident_count());
-    }
+    if (lifecycle) j["state"] = std::string(ReplicaStateName(table_[i].state));
+    Json scratch;
+    Json& engine = engine_replicas != nullptr ? (*engine_replicas)[i] : scratch;
+    for (const auto& c : components_) c->AddReplicaReport(static_cast<int32_t>(i), span, j, engine);
     out.push_back(std::move(j));
   }
   return out;
 }
 
+void Simulation::AddComponentReports(Duration span, Json& report) const {
+  for (const auto& c : components_) c->AddReport(span, report);
+}
+
 void Simulation::MaybeStart(int32_t replica, SimTime now) {
-  Engine& e = *engines_[static_cast<size_t>(replica)];
-  if (in_engine_call_[static_cast<size_t>(replica)] != 0 || e.step_in_flight() || !e.HasWork()) return;
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  Engine& e = *rep.engine;
+  if (rep.in_engine_call || e.step_in_flight() || !e.HasWork()) {
+    if (!rep.in_engine_call) MaybeGone(replica);
+    return;
+  }
   std::optional<SimTime> end;
   {
     EngineCall call(this, replica);
     end = e.StartStep(now);
   }
   if (end) {
-    queue_.Push(*end, EventKind::kStepDone, replica);
+    queue_.Push(*end, this, kStepDone, replica);
     return;
   }
   // Planning found nothing to run (its waiting requests timed out): blocks may be free.
   AfterRelease(replica, now);
+  MaybeGone(replica);
 }
 
 void Simulation::AfterRelease(int32_t replica, SimTime now) {
-  if (prefill_.empty() || role(replica) == PoolRole::kPrefill) return;
-  TryStartTransfers(replica, now);
-  DrainAdmission(replica, now);
+  for (const auto& c : components_) c->AfterRelease(replica, now);
 }
 
 bool Simulation::Drained() const {
-  if (pending_arrival_ || !delayed_.empty() || !handoffs_.empty() || source_ == nullptr || !source_->exhausted()) return false;
-  for (const auto& engine : engines_) {
-    if (engine->HasWork() || engine->step_in_flight()) return false;
+  if (!pulled_.empty() || !pushed_.empty() || !delayed_.empty()) return false;
+  if (source_ != nullptr && !source_->exhausted()) return false;
+  for (const auto& c : components_) {
+    if (c->held_requests() > 0) return false;
+  }
+  for (const Replica& rep : table_) {
+    if (rep.engine->HasWork() || rep.engine->step_in_flight()) return false;
   }
   return true;
 }
 
-Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
-  source_ = &source;
-  for (size_t i = 0; i < setup_.invalidations.size(); ++i) {
-    queue_.Push(setup_.invalidations[i].at, EventKind::kInvalidate, -1, static_cast<int64_t>(i));
-    ++pending_invalidations_;
+void Simulation::OnStepDone(int32_t replica) {
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  {
+    EngineCall call(this, replica);
+    rep.engine->FinishStep(now_);
   }
-  FP_RETURN_IF_ERROR(PullArrival(source));
-  const bool periodic_telemetry = setup_.router.telemetry_delay > Duration();
-  if (periodic_telemetry) queue_.Push(now_, EventKind::kTelemetry);
-  uint64_t handled = 0;
-  while (!queue_.empty()) {
+  rep.figures.max_queue_depth = std::max(rep.figures.max_queue_depth, rep.engine->waiting_count());
+  AfterRelease(replica, now_);
+  MaybeStart(replica, now_);
+}
+
+void Simulation::OnEvent(const Event& e) {
+  switch (static_cast<Code>(e.code)) {
+    case kArrival: {
+      auto node = pulled_.extract(e.request);
+      FP_ASSERT(!node.empty());
+      pulled_times_.erase({node.mapped().arrival.ns(), e.request});
+      OnArrival(std::move(node.mapped()), now_);
+      break;
+    }
+    case kPushedArrival: {
+      auto node = pushed_.extract(e.request);
+      FP_ASSERT(!node.empty());
+      if (cancelled_before_arrival_.erase(e.request) != 0) {
+        EndInFleet(node.mapped(), -1, RequestStatus::kCancelled, now_, "cancelled before it arrived");
+        break;
+      }
+      OnArrival(std::move(node.mapped()), now_);
+      break;
+    }
+    case kStepDone: OnStepDone(e.replica); break;
+    case kCancel: OnCancelEvent(e); break;
+    case kDelayedStart: {
+      auto node = delayed_.extract(e.request);
+      if (node.empty()) break;  // cancelled while it waited
+      SubmitTo(node.mapped().first, node.mapped().second, now_);
+      break;
+    }
+    case kReplicaLoading: SetState(e.replica, ReplicaState::kLoading); break;
+    case kReplicaReady:
+      // A replica drained before it was ready never serves.
+      if (state(e.replica) == ReplicaState::kLoading) SetState(e.replica, ReplicaState::kReady);
+      break;
+    case kReplicaDrain:
+      if (state(e.replica) == ReplicaState::kGone) break;
+      SetState(e.replica, ReplicaState::kDraining);
+      MaybeGone(e.replica);
+      break;
+  }
+}
+
+Status Simulation::Start(RequestSource* source, const ProgressFn& progress) {
+  if (started_) return InternalError("Start called twice");
+  started_ = true;
+  source_ = source;
+  progress_ = progress;
+  for (const auto& c : components_) c->OnStart(now_);
+  FP_RETURN_IF_ERROR(PullArrival());
+  telemetry_->StartPeriodic(now_);
+  return Status::Ok();
+}
+
+Status Simulation::HandleEvents(SimTime until) {
+  while (!queue_.empty() && queue_.top().time <= until) {
     const Event e = queue_.Pop();
-    if (e.kind == EventKind::kInvalidate) {
-      --pending_invalidations_;
-      if (Drained()) continue;
-    }
+    if (e.passive && Drained()) continue;
     now_ = e.time;
-    switch (e.kind) {
-      case EventKind::kArrival:
-        OnArrival(now_);
-        break;
-      case EventKind::kStepDone: {
-        Engine& engine = *engines_[static_cast<size_t>(e.replica)];
-        {
-          EngineCall call(this, e.replica);
-          engine.FinishStep(now_);
-        }
-        ReplicaFigures& f = figures_[static_cast<size_t>(e.replica)];
-        f.max_queue_depth = std::max(f.max_queue_depth, engine.waiting_count());
-        AfterRelease(e.replica, now_);
-        MaybeStart(e.replica, now_);
-        break;
-      }
-      case EventKind::kAdapterReady: {
-        auto node = delayed_.extract(e.request);
-        FP_ASSERT(!node.empty());
-        SubmitTo(node.mapped().first, node.mapped().second, now_);
-        break;
-      }
-      case EventKind::kCancel:
-        Cancel(e);
-        break;
-      case EventKind::kTelemetry:
-        RefreshTelemetry(now_);
-        // Keep refreshing while anything else is still to happen.
-        if (queue_.size() > pending_invalidations_ || pending_arrival_) {
-          queue_.Push(now_ + setup_.router.telemetry_delay, EventKind::kTelemetry);
-        }
-        break;
-      case EventKind::kInvalidate:
-        for (auto& engine : engines_) {
-          engine->Invalidate(setup_.invalidations[static_cast<size_t>(e.request)].invalidation);
-        }
-        break;
-      case EventKind::kTransferProgress:
-        if (link_event_at_[static_cast<size_t>(e.replica)] == now_) link_event_at_[static_cast<size_t>(e.replica)].reset();
-        AdvanceLink(e.replica, now_);
-        ScheduleLink(e.replica);
-        break;
-      case EventKind::kTransferStart:
-        OnTransferStart(e.request, e.replica, now_);
-        break;
-      case EventKind::kTransferTimeout:
-        OnTransferTimeout(e.request, e.replica, now_);
-        break;
-      case EventKind::kHandoffDeadline:
-        OnHandoffDeadline(e.request, now_);
-        break;
-    }
-    FP_RETURN_IF_ERROR(PullArrival(source));
-    if (progress && (++handled % kProgressEvents) == 0) progress(now_, requests_done_);
-  }
-  source_ = nullptr;
-  if (!handoffs_.empty()) {
-    return InternalError(fmt::format("{} disaggregated requests still in the fleet after the event queue drained",
-                                     handoffs_.size()));
-  }
-  for (const auto& engine : engines_) {
-    if (engine->HasWork() || engine->step_in_flight()) {
-      return InternalError(fmt::format("replica {} still has work after the event queue drained", engine->replica()));
-    }
-    if (engine->live_requests() != 0 || engine->pool().total_refs() != 0) {
-      return InternalError(fmt::format("replica {} holds {} requests and {} block references after every request "
-                                       "ended",
-                                       engine->replica(), engine->live_requests(), engine->pool().total_refs()));
-    }
+    e.handler->OnEvent(e);
+    FP_RETURN_IF_ERROR(PullArrival());
+    if (event_hook_) event_hook_();
+    if (progress_ && (++handled_ % kProgressEvents) == 0) progress_(now_, requests_done_);
   }
   return Status::Ok();
 }
 
+Status Simulation::RunUntil(SimTime t) {
+  if (!started_) return InternalError("RunUntil before Start");
+  FP_RETURN_IF_ERROR(HandleEvents(t));
+  if (t > now_ && t != SimTime::Max()) now_ = t;
+  return Status::Ok();
+}
+
+Status Simulation::Finish() {
+  if (!started_) return InternalError("Finish before Start");
+  FP_RETURN_IF_ERROR(HandleEvents(SimTime::Max()));
+  source_ = nullptr;
+  return CheckEnd();
+}
+
+Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
+  FP_RETURN_IF_ERROR(Start(&source, progress));
+  return Finish();
+}
+
+Status Simulation::CheckEnd() const {
+  for (const auto& c : components_) {
+    if (c->held_requests() != 0) {
+      return InternalError(fmt::format("{} requests still held by {} after the event queue drained",
+                                       c->held_requests(), c->name()));
+    }
+  }
+  for (const Replica& rep : table_) {
+    const Engine& engine = *rep.engine;
+    if (engine.HasWork() || engine.step_in_flight()) {
+      return InternalError(fmt::format("replica {} still has work after the event queue drained", engine.replica()));
+    }
+    if (engine.live_requests() != 0 || engine.pool().total_refs() != 0) {
+      return InternalError(fmt::format("replica {} holds {} requests and {} block references after every request "
+                                       "ended",
+                                       engine.replica(), engine.live_requests(), engine.pool().total_refs()));
+    }
+  }
+  if (!routes_.empty()) return InternalError(fmt::format("{} requests still routed after every request ended", routes_.size()));
+  return Status::Ok();
+}
+
 Status Simulation::CheckInvariants() const {
-  for (const auto& engine : engines_) FP_RETURN_IF_ERROR(engine->CheckInvariants());
+  int64_t in_engines = 0;
+  for (const Replica& rep : table_) {
+    FP_RETURN_IF_ERROR(rep.engine->CheckInvariants());
+    in_engines += rep.engine->live_requests();
+    for (const auto& [arrival, id] : rep.awaiting_first_token) {
+      const auto it = routes_.find(id);
+      if (it == routes_.end() || it->second.replica != rep.engine->replica()) {
+        return InternalError(fmt::format("replica {} awaits a first token of request {}, which is not routed there",
+                                         rep.engine->replica(), id));
+      }
+    }
+    if (rep.state == ReplicaState::kGone && (rep.engine->live_requests() != 0 || rep.engine->step_in_flight())) {
+      return InternalError(fmt::format("replica {} is gone but holds {} requests", rep.engine->replica(),
+                                       rep.engine->live_requests()));
+    }
+    if (rep.state != ReplicaState::kReady &&
+        std::find(ready_all_.begin(), ready_all_.end(), rep.engine->replica()) != ready_all_.end()) {
+      return InternalError(fmt::format("replica {} is {} but routable", rep.engine->replica(),
+                                       ReplicaStateName(rep.state)));
+    }
+  }
+  // Every routed request is in exactly one place: an engine, a delayed start, or a
+  // component (which says how many of the requests it holds are also live in an engine:
+  // a prompt-only copy on a prefill replica, an import in progress).
+  int64_t held = 0;
+  int64_t copies = 0;
+  for (const auto& c : components_) {
+    FP_RETURN_IF_ERROR(c->CheckInvariants());
+    held += c->held_requests();
+    copies += c->held_in_engines();
+  }
+  const int64_t routed = static_cast<int64_t>(routes_.size());
+  const int64_t placed = in_engines - copies + static_cast<int64_t>(delayed_.size()) + held;
+  if (routed != placed) {
+    return InternalError(fmt::format("{} requests routed, but {} in engines ({} of them prefill copies), {} with a "
+                                     "delayed start and {} held by components",
+                                     routed, in_engines, copies, delayed_.size(), held));
+  }
   return Status::Ok();
 }
 

@@ -260,6 +260,7 @@ Expected<FitSpec> ReadFitScenario(const YamlDocument& doc, const std::string& po
   if (Has(hardware)) FP_RETURN_IF_ERROR(ReadString(hardware["gpu"], spec.gpu_name));
   FP_RETURN_IF_ERROR(ReadDeployment(root["deployment"], pool_role, pool_origin, spec));
   FP_RETURN_IF_ERROR(ReadEngine(root["engine"], spec));
+  spec.from_scenario = true;
   return spec;
 }
 
@@ -281,7 +282,10 @@ Expected<ResolvedFit> ResolveFitSpec(const FitSpec& spec, const Catalog& catalog
                                   "--context TOKENS",
                                   model.name));
   }
-  req.concurrency = ValueOr<int64_t>(spec.concurrency, 1, defaulted, "concurrency", "1");
+  req.concurrency = spec.from_scenario
+                        ? ValueOr<int64_t>(spec.concurrency, kDefaultMaxRunning, defaulted,
+                                           "engine.scheduler.max_running", fmt::format("{}", kDefaultMaxRunning))
+                        : ValueOr<int64_t>(spec.concurrency, 1, defaulted, "concurrency", "1");
   req.memory.max_running = req.concurrency;
   req.memory.model = std::move(model);
   req.memory.gpu = std::move(gpu);

@@ -192,7 +192,9 @@ TEST(Router, ScenarioKeysReachTheConfig) {
 
 // The router's own prefix record: leading blocks only, per replica, tails dropped first.
 TEST(PrefixView, MatchesLeadingBlocksAndDropsChainTailsFirst) {
-  PrefixView v(/*replicas=*/2, /*capacity_blocks=*/4, /*block_tokens=*/16, /*share_across_tenants=*/false);
+  PrefixView v(/*block_tokens=*/16, /*share_across_tenants=*/false);
+  EXPECT_EQ(v.AddReplica(/*capacity_blocks=*/4), 0);
+  EXPECT_EQ(v.AddReplica(/*capacity_blocks=*/4), 1);
   Request a;
   a.tenant = 0;
   a.prompt = {{1, 32}, {2, 33}};  // 65 tokens: 4 full blocks (the last token stays uncached)

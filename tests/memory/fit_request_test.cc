@@ -68,14 +68,23 @@ TEST(ResolveFitSpec, FillsDefaultsAndListsThem) {
   Expected<ResolvedFit> fit = ResolveFitSpec(*spec, Catalog::Builtin());
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_EQ(fit->request.context, 131072);
-  EXPECT_EQ(fit->request.concurrency, 1);
+  // From a scenario, an absent max_running is the engine's default, as the simulation runs it.
+  EXPECT_EQ(fit->request.concurrency, 256);
+  EXPECT_EQ(fit->request.memory.max_running, 256);
   EXPECT_EQ(fit->request.memory.layout.tp, 1);
   EXPECT_THAT(fit->derived,
               ElementsAre("context 131072: the max_context of 'atlas-70b' (not given)",
                           "defaults (not given): tp 1, pp 1, ep 1, weight_dtype bf16 (the "
                           "checkpoint's), kv_dtype bf16, kv_window none (full context), "
                           "gpu_memory_utilization 0.9, block_tokens 16, max_batched_tokens 8192, "
-                          "concurrency 1"));
+                          "engine.scheduler.max_running 256"));
+  // From flags alone, the fit verb's concurrency is one sequence.
+  FitSpec flags;
+  flags.model_name.Set("atlas-70b", ValueOrigin::Flag("--model"));
+  flags.gpu_name.Set("h100-sxm-80g", ValueOrigin::Flag("--gpu"));
+  Expected<ResolvedFit> from_flags = ResolveFitSpec(flags, Catalog::Builtin());
+  ASSERT_TRUE(from_flags.ok()) << from_flags.status().message();
+  EXPECT_EQ(from_flags->request.concurrency, 1);
 }
 
 TEST(ReadFitScenario, ReferenceScenarioFromTheSpec) {

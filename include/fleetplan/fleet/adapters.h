@@ -62,6 +62,12 @@ class AdapterResidency {
     for (const auto& [id, e] : resident_) out->push_back(id);
   }
   Bytes used() const { return config_.size * resident_count(); }
+  // Acquires not yet released, over every adapter.
+  int64_t pins() const {
+    int64_t n = 0;
+    for (const auto& [id, e] : resident_) n += e.pins;
+    return n;
+  }
   // Integrates memory up to `now`; call before reading stats at the end.
   void Advance(SimTime now);
   const AdapterStats& stats() const { return stats_; }

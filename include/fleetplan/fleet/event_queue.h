@@ -3,9 +3,16 @@
 // Every event gets a sequence number from one increasing counter when it is pushed, so
 // events at the same nanosecond run in the order they were scheduled — on every
 // machine, every run (STYLE "Every priority key ends in a unique increasing id").
-// Push and Pop are O(log n). Payload is a small POD: what happens, to which replica,
-// about which request.
-// Thread model: single-threaded; deterministic.
+// Push and Pop are O(log n).
+//
+// An event names its handler (the fleet kernel or one of its components,
+// fleet/component.h) and carries a code that only that handler interprets, so the
+// kernel dispatches every event the same way and a new feature brings its own codes
+// instead of a case in a central switch. A `passive` event does not keep the simulation
+// alive: popped when nothing else can happen any more, it is dropped without advancing
+// the clock (a cache invalidation due after the last request must not stretch the run).
+// Thread model: single-threaded; deterministic (handlers are compared by identity only
+// for dispatch, never for order).
 #pragma once
 
 #include <cstdint>
@@ -16,40 +23,44 @@
 
 namespace fleetplan {
 
-enum class EventKind : int32_t {
-  kArrival = 0,        // the source's next request arrives (payload in the simulation)
-  kStepDone = 1,       // replica `replica` finishes its step in flight
-  kCancel = 2,         // the client of `request` gives up
-  kTelemetry = 3,      // the router's view of replica state refreshes
-  kInvalidate = 4,     // prefix-cache invalidation number `request` of the fleet setup
-  kAdapterReady = 5,   // `request`'s adapter is loaded on `replica`: submit it there
-  // Prefill/decode pools (`replica` carries the transfer attempt where noted):
-  kTransferProgress = 6,  // the link of prefill replica `replica` may have changed
-  kTransferStart = 7,     // a delayed transfer of `request` starts moving (attempt)
-  kTransferTimeout = 8,   // `request`'s transfer attempt is abandoned if not done (attempt)
-  kHandoffDeadline = 9,   // `request`'s deadline, while it waits in a fleet queue
-};
+class EventHandler;
 
 struct Event {
   SimTime time;
   uint64_t seq = 0;
-  EventKind kind = EventKind::kArrival;
-  int32_t replica = -1;
+  EventHandler* handler = nullptr;
+  int32_t code = 0;      // the handler's own event kind
+  int32_t replica = -1;  // payload, as the handler defines it
   int64_t request = -1;
+  bool passive = false;
+};
+
+class EventHandler {
+ public:
+  virtual void OnEvent(const Event& e) = 0;
+
+ protected:
+  ~EventHandler() = default;
 };
 
 class EventQueue {
  public:
-  void Push(SimTime time, EventKind kind, int32_t replica = -1, int64_t request = -1) {
-    heap_.push(Event{time, next_seq_++, kind, replica, request});
+  // REQUIRES: handler outlives the event.
+  void Push(SimTime time, EventHandler* handler, int32_t code, int32_t replica = -1, int64_t request = -1,
+            bool passive = false) {
+    heap_.push(Event{time, next_seq_++, handler, code, replica, request, passive});
+    if (passive) ++passive_;
   }
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
+  // Events that keep the simulation alive (not passive).
+  size_t active_size() const { return heap_.size() - passive_; }
   // REQUIRES: !empty().
   const Event& top() const { return heap_.top(); }
   Event Pop() {
     Event e = heap_.top();
     heap_.pop();
+    if (e.passive) --passive_;
     return e;
   }
   uint64_t pushed() const { return next_seq_; }
@@ -63,6 +74,7 @@ class EventQueue {
   };
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   uint64_t next_seq_ = 0;
+  size_t passive_ = 0;
 };
 
 }  // namespace fleetplan

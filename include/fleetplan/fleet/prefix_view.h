@@ -4,8 +4,8 @@
 // A prompt is cut into full blocks of `block_tokens` and each block gets a chained hash
 // (engine/block_hash.h) under a router-side scope of (adapter, tenant namespace), the
 // same identity the replicas' prefix caches use for content. For every replica the view
-// keeps the hashes it sent there, at most `capacity_blocks` of them (the replica's KV
-// pool size), dropping the least recently sent first. It does not see the replicas'
+// keeps the hashes it sent there, at most that replica's capacity (its own KV pool size:
+// pools of one fleet differ), dropping the least recently sent first. It does not see the replicas'
 // real evictions, invalidations or preemptions, so it can be wrong both ways; with
 // `router.precise: true` the simulation asks the replicas instead.
 //
@@ -28,8 +28,13 @@ namespace fleetplan {
 
 class PrefixView {
  public:
-  // REQUIRES: replicas >= 1, capacity_blocks >= 0, block_tokens >= 1.
-  PrefixView(int32_t replicas, int64_t capacity_blocks, int64_t block_tokens, bool share_across_tenants);
+  // No replica yet (enough to Hash). REQUIRES: block_tokens >= 1.
+  PrefixView(int64_t block_tokens, bool share_across_tenants);
+  // A record for the next replica, holding at most `capacity_blocks`; returns its index
+  // (0, 1, ... in call order). REQUIRES: 0 <= capacity_blocks < 2^31.
+  int32_t AddReplica(int64_t capacity_blocks);
+  int32_t replica_count() const { return static_cast<int32_t>(replicas_.size()); }
+  int64_t capacity_blocks(int32_t replica) const { return replicas_[static_cast<size_t>(replica)].capacity; }
 
   // The hashes of `r`'s full prompt blocks, leaving at least one prompt token uncached
   // (as the engine does), into `out` (cleared first).
@@ -53,13 +58,13 @@ class PrefixView {
     std::vector<Node> nodes;
     int32_t head = -1;
     int32_t tail = -1;
+    int64_t capacity = 0;
   };
   static void Unlink(Replica& rep, int32_t n);
   static void PushFront(Replica& rep, int32_t n);
   void Touch(Replica& rep, const BlockHash& h);
 
   std::vector<Replica> replicas_;
-  int64_t capacity_blocks_;
   int64_t block_tokens_;
   bool share_across_tenants_;
 };

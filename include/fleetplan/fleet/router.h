@@ -1,4 +1,5 @@
-// Routers: which replica serves a request. Small strategy objects built by MakeRouter.
+// Routers: which replica serves a request. Small strategy objects built by MakeRouter from
+// one registry row per policy (RouterPolicies()).
 //
 // A router decides from its own view of the fleet, not the truth: replica telemetry as
 // of the last refresh (`telemetry_delay` old), plus what the router itself has sent
@@ -47,6 +48,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
+#include "fleetplan/core/yaml.h"
 #include "fleetplan/workload/request.h"
 
 namespace fleetplan {
@@ -118,9 +120,33 @@ class Router {
   virtual RouteDecision Route(const Request& request, std::span<const ReplicaView> view) = 0;
 };
 
+// The router registry: one row per policy. Validation (the scenario reader), construction
+// (MakeRouter) and the simulation's questions about a policy ("does it read prefixes?")
+// all read the same row, and the contract tests iterate the rows, so a new policy is one
+// strategy object plus one row in router.cc.
+struct RouterPolicy {
+  std::string_view name;
+  // The policy's own key under `router` (empty: none). Given with another policy it is a
+  // located error.
+  std::string_view section;
+  // Reads router.<section> (absent or null: the policy's defaults, listed in `derived`).
+  // REQUIRES: section non-empty.
+  Status (*read)(const YamlNode& node, RouterConfig& config, std::vector<std::string>& derived) = nullptr;
+  std::unique_ptr<Router> (*make)(const RouterConfig& config, const RouterContext& context) = nullptr;
+  // Whether its decisions read the matched prefix of the request on each replica (the
+  // simulation then tracks prefixes; hot-prefix replication needs it).
+  bool (*reads_prefixes)(const RouterConfig& config) = nullptr;
+};
+// In documentation order.
+const std::vector<RouterPolicy>& RouterPolicies();
+// Null for an unknown name.
+const RouterPolicy* FindRouterPolicy(std::string_view name);
 const std::vector<std::string>& RouterNames();
 // Scorers of the weighted router: prefix, queue, kv, running, adapter.
 const std::vector<std::string>& WeightedScorerNames();
+// True when config's policy reads prefixes (RouterPolicy::reads_prefixes); false for an
+// unknown policy.
+bool RouterReadsPrefixes(const RouterConfig& config);
 // REQUIRES: config.weights names only WeightedScorerNames() (the scenario reader checks).
 Expected<std::unique_ptr<Router>> MakeRouter(const RouterConfig& config, const RouterContext& context = {});
 

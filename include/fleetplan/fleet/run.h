@@ -1,8 +1,8 @@
-// RunScenario: a scenario in, a simulated fleet's report out.
+// Simulate: a bound plan (fleet_plan.h) in, a simulated fleet's report out; RunScenario
+// is Bind + Simulate.
 //
-// Builds, in order: the memory plan of one replica (memory/plan.h: KV blocks per
-// replica), the step cost model (perf/factory.h), the engines and the router
-// (simulation.h), the request source (workload/source.h) and the report builder
+// Builds the fleet the plan describes (simulation.h: replica table, routers,
+// components), the request source (workload/source.h) and the report builder
 // (metrics/report.h); runs the simulation; then writes, under the output folder,
 //   report.json      canonical JSON: scenario identity and digest, seed, workload
 //                    description, memory plan, step model parameters, per-class and
@@ -20,8 +20,10 @@
 
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
+#include "fleetplan/fleet/fleet_plan.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/metrics/report.h"
 
 namespace fleetplan {
 
@@ -33,10 +35,35 @@ struct RunOptions {
   std::optional<int64_t> requests;      // stop the workload after this many requests
   std::optional<Duration> duration;     // stop arrivals at this time
   bool write_files = true;              // false: compute the report only (tests, sweeps)
+  // Recount the fleet's invariants (Simulation::CheckInvariants) after every event; the
+  // first violation fails the run (property tests; costs O(fleet state) per event).
+  bool check_invariants_every_event = false;
   ProgressFn progress;                  // called during long runs (stderr progress line)
 };
 
+// One replica at the end of a run.
+struct ReplicaResult {
+  int32_t id = 0;
+  PoolRole role = PoolRole::kMixed;
+  ReplicaState state = ReplicaState::kReady;
+  ReplicaFigures figures;
+  EngineStats engine;
+  int64_t kv_blocks = 0;
+  double ttft_p99_ms = 0;  // nearest rank over the requests that got a first token here
+};
+
+// A run's typed result: report.json and the text summary are both rendered from it.
+struct FleetResult {
+  Report report;    // per-class and fleet figures (metrics/report.h)
+  Duration span;    // first arrival -> end
+  EngineStats engine;  // fleet total; `completed` excludes prompts handed off to decode
+  int64_t kv_blocks = 0;
+  std::vector<ReplicaResult> replicas;
+  std::vector<std::string> component_lines;  // each component's summary, from its figures
+};
+
 struct RunResult {
+  FleetResult result;
   Json report;                        // what report.json holds
   std::string summary;                // the human table
   std::vector<std::string> files;     // written, in order
@@ -45,6 +72,7 @@ struct RunResult {
   SimTime simulated_end;
 };
 
+Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& options);
 Expected<RunResult> RunScenario(const Scenario& scenario, const RunOptions& options);
 
 }  // namespace fleetplan

@@ -1,39 +1,44 @@
-// Simulation: the event loop over a fleet of engine replicas behind a router.
+// Simulation: the fleet kernel — an event loop over a table of engine replicas behind a
+// router, with the fleet's features plugged in as components (component.h).
 //
-// Owns the clock (an EventQueue), the replicas (engine/engine.h) and the router. Pulls
-// requests lazily from a RequestSource — at most one announced arrival is held at a
-// time — so memory follows the requests in flight, not the workload's length.
+// The kernel owns the clock (an EventQueue ordered by (time, seq)), the replica table,
+// the routers, what it knows of every live request (its RouteInfo), and three kinds of
+// events of its own: arrivals, step completions and cancellations. Everything else —
+// telemetry refresh, prefix beliefs, adapters, hot-prefix replication, prefill/decode
+// pools with the KV transfer stage and its faults, cache invalidations — is a component
+// that owns its events, state, invariants and report section:
 //
-//   arrival -> router (telemetry as of the last refresh, prefix and adapter beliefs)
-//           -> [adapter cold: kAdapterReady when its load completes] -> replica.Submit
-//   replica idle with work -> StartStep -> kStepDone at its end -> FinishStep -> ...
-//   cancel_at -> replica.Cancel
-//   invalidation (workload.events) -> every replica's Invalidate
+//   arrival -> components' Dispatch (pools may take it) -> candidates: ready serving
+//           replicas -> components' Route (replication) or the router, over a view
+//           (telemetry + components' FillView) -> OnRouted (adapters may delay the
+//           start) -> replica.Submit
+//   replica idle with work -> StartStep -> step done at its end -> FinishStep -> ...
+//   cancel -> components' ConsumeCancel (a handoff in the pools) or the replica's Cancel
 //
-// With a prefill pool (fleet/pools.h), a request below the colocation threshold goes to
-// the replica the router picks among all of them and runs there whole. Any other is
-// disaggregated: the router picks its serving replica among the mixed and decode ones,
-// and the request goes through stages the fleet keeps in a Handoff until the serving
-// replica owns it:
-//   admission queue (per serving replica, FIFO: until a decode slot is predicted)
-//     -> prefill replica (a copy of the request with a one-token answer)
-//     -> transfer queue (per serving replica, FIFO: until BeginImport gets its blocks)
-//     -> transfer (prefill replica's KvTransferLink; faults, timeout, retry)
-//     -> FinishImport on the serving replica (or recompute there / reject)
-// A decode slot is predicted when the serving replica's free blocks, less those
-// reserved for requests already past admission, cover the request's prompt, and its
-// running + importing + reserved requests stay under max_running.
+// Replica table. Every replica has a stable id (dense, in creation order, never reused)
+// and a lifecycle:
+//   pending -> loading -> ready -> draining -> gone
+// Replicas of the setup are ready at the start. AddReplica creates one mid-run: pending
+// until `at`, loading for its load time, then ready. DrainReplica stops routing to a
+// replica at `at`; it finishes what it holds (waiting and running requests, imports) and
+// is gone once it holds nothing. Routers and components only ever see ready replicas as
+// candidates; a gone replica keeps its figures for the report.
 //
-// Per request, while it lives, the fleet keeps its RouteInfo (for requests.jsonl) and
-// its adapter pin; per replica, ReplicaFigures (report.json `replicas`).
+// Two ways to drive it. Pull: Run(source) pulls requests lazily from a RequestSource —
+// an open-loop source is held one announced arrival ahead (a closed-loop one: every
+// request due before the earliest held), so memory follows the requests in flight, not
+// the workload's length. Push (a real-time emulator, tests): Submit(request)
+// at its arrival time, Cancel(id, at), RunUntil(t), and a per-token callback (request
+// id, token index, time). Both may be mixed: Start(source) attaches a source, RunUntil
+// advances, Finish checks that every request ended.
+//
 // Completed, rejected, cancelled and timed-out requests reach `sink` (an
-// EngineObserver) as they end, with the replica index set, and closed-loop sources are
-// told of every completion. One replica is just N = 1.
-// Thread model: single-threaded; deterministic: same setup, same source, same events.
+// EngineObserver) as they end, with the replica id set; closed-loop sources are told of
+// every completion. One replica is just N = 1.
+// Thread model: single-threaded; deterministic: same setup, same requests, same events.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,11 +52,10 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
+#include "fleetplan/fleet/component.h"
 #include "fleetplan/fleet/event_queue.h"
-#include "fleetplan/fleet/kv_transfer.h"
 #include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/prefix_placement.h"
-#include "fleetplan/fleet/prefix_view.h"
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleetplan/workload/source.h"
@@ -137,10 +141,27 @@ class FleetObserver {
   virtual void OnTransfer(const TransferEvent& e) = 0;
 };
 
+// A replica's place in its lifecycle. Values reach JSON by name (ReplicaStateName):
+// explicit, never renumber.
+enum class ReplicaState : int { kPending = 0, kLoading = 1, kReady = 2, kDraining = 3, kGone = 4 };
+std::string_view ReplicaStateName(ReplicaState state);
+
+// One output token of a request, as the push API reports it: `index` 0 is the first
+// token (its time is the TTFT), the last index is output_tokens - 1.
+struct TokenEvent {
+  RequestId id = 0;
+  int32_t replica = 0;
+  int64_t index = 0;
+  SimTime at;
+};
+using TokenFn = std::function<void(const TokenEvent&)>;
+
 // Called every `kProgressEvents` events: simulated time now, requests ended so far.
 using ProgressFn = std::function<void(SimTime now, int64_t requests_done)>;
 
-class Simulation {
+class Telemetry;
+
+class Simulation final : public EventHandler {
  public:
   // REQUIRES: sink outlives the simulation (may be null).
   static Expected<std::unique_ptr<Simulation>> Create(const FleetSetup& setup, EngineObserver* sink);
@@ -150,185 +171,217 @@ class Simulation {
 
   // REQUIRES: observer outlives the simulation (may be null).
   void SetFleetObserver(FleetObserver* observer) { fleet_observer_ = observer; }
-  // Runs until the source is exhausted and every replica is idle.
+  // Called with every output token (push API). Null: none (the default; costs nothing).
+  void SetTokenCallback(TokenFn fn);
+  // Called after every event with the simulation between events (property tests check
+  // CheckInvariants there).
+  void SetEventHook(std::function<void()> hook) { event_hook_ = std::move(hook); }
+
+  // Pull: runs until the source is exhausted and every request has ended.
   Status Run(RequestSource& source, const ProgressFn& progress = {});
 
-  int32_t replica_count() const { return static_cast<int32_t>(engines_.size()); }
-  const Engine& replica(int32_t i) const { return *engines_[static_cast<size_t>(i)]; }
+  // Push. Start attaches an optional source (null: only submitted requests); Submit
+  // schedules a request's arrival at request.arrival; Cancel makes its client give up at
+  // `at` (an unknown or ended id is ignored then); RunUntil runs every event up to and
+  // including `t` and leaves the clock at t; Finish runs to the end and checks that every
+  // request ended and every block was released.
+  // REQUIRES: Start before the others; Submit: arrival >= now(), id unique.
+  Status Start(RequestSource* source, const ProgressFn& progress = {});
+  Status Submit(const Request& request);
+  void Cancel(RequestId id, SimTime at);
+  Status RunUntil(SimTime t);
+  Status Finish();
+  SimTime now() const { return now_; }
+  // When the next event is due (nullopt: nothing scheduled).
+  std::optional<SimTime> next_event() const;
+
+  // The replica table. AddReplica: a replica of `setup` that becomes ready at
+  // at + load_time (its role must be one the fleet had at creation); returns its id.
+  // DrainReplica: stop routing to `id` at `at`; it finishes what it holds, then is gone.
+  // REQUIRES: at >= now().
+  Expected<int32_t> AddReplica(const ReplicaSetup& setup, SimTime at, Duration load_time);
+  Status DrainReplica(int32_t id, SimTime at);
+  ReplicaState state(int32_t id) const { return table_[static_cast<size_t>(id)].state; }
+
+  int32_t replica_count() const { return static_cast<int32_t>(table_.size()); }
+  const Engine& replica(int32_t i) const { return *table_[static_cast<size_t>(i)].engine; }
   uint64_t events() const { return queue_.pushed(); }
   SimTime first_arrival() const { return first_arrival_.value_or(SimTime()); }
   SimTime end_time() const { return now_; }
   int64_t requests_done() const { return requests_done_; }
+  // Recounts what the fleet holds: every engine's invariants; every live request known
+  // to exactly one place (an engine, a delayed start, or a component); the kernel's
+  // per-replica queues against the live routes; every component's own invariants.
   Status CheckInvariants() const;
 
   // The routing of `id`. Valid for a live request, including inside
   // EngineObserver::OnRequestDone for that request; nullptr otherwise.
   const RouteInfo* route_of(RequestId id) const;
-  // Null when router.replication is off.
-  const PrefixPlacement* placement() const { return placement_ ? &*placement_ : nullptr; }
-  // Null without a prefill pool.
-  const StageFigures* stages() const { return prefill_.empty() ? nullptr : &stages_; }
-  // report.json `disaggregation` (null JSON without a prefill pool).
-  Json StageReportJson(Duration span) const;
-  PoolRole role(int32_t replica) const { return setup_.replicas[static_cast<size_t>(replica)].role; }
-  const ReplicaFigures& figures(int32_t replica) const { return figures_[static_cast<size_t>(replica)]; }
-  // Null when adapters are off.
-  const AdapterResidency* adapters(int32_t replica) const {
-    return adapters_.empty() ? nullptr : &adapters_[static_cast<size_t>(replica)];
+  PoolRole role(int32_t replica) const { return table_[static_cast<size_t>(replica)].setup.role; }
+  const ReplicaSetup& setup_of(int32_t replica) const { return table_[static_cast<size_t>(replica)].setup; }
+  const ReplicaFigures& figures(int32_t replica) const { return table_[static_cast<size_t>(replica)].figures; }
+  // The component of type T, or null when the fleet has none.
+  template <typename T>
+  const T* component() const {
+    for (const auto& c : components_) {
+      if (const auto* t = dynamic_cast<const T*>(c.get())) return t;
+    }
+    return nullptr;
   }
-  // report.json `replicas`: per replica {replica, routed, max_queue_depth, ttft_p99_ms,
-  // mean_matched_prefix_tokens, mean_queued_work_ms, mean_recompute_ms, adapters
-  // (AdapterStats::ToJson, when adapters are on)}. Advances adapter memory to the end.
-  Json ReplicaReportJson(Duration span);
+  // report.json `replicas` and the components' per-replica fields of `engine` (one
+  // entry per replica, in id order); components' own sections into `report`.
+  Json ReplicaReportJson(Duration span, Json* engine_replicas);
+  void AddComponentReports(Duration span, Json& report) const;
 
   static constexpr uint64_t kProgressEvents = 1u << 18;
 
- private:
-  class Forwarder;  // routes engine callbacks to the sink and the source
-  Simulation(const FleetSetup& setup, EngineObserver* sink);
-
-  Status PullArrival(RequestSource& source);
-  void OnArrival(SimTime now);
-  // Routes among the placement of the request's hot prefix (router.replication).
-  RouteDecision RouteWithPlacement(const Request& r, SimTime now);
-  // Fills the router's per-request beliefs (prefix, adapter) into `view`, one entry per
-  // replica of `replicas`.
-  bool BelievesAdapterResident(size_t replica, AdapterId adapter) const;
-  void FillRequestView(const Request& r, const std::vector<int32_t>& replicas, std::vector<ReplicaView>& view);
-  // Asks `router` to choose among `replicas`; the decision names the replica itself.
-  RouteDecision RouteAmong(Router& router, const std::vector<int32_t>& replicas, const Request& r);
-  // Books the decision (router memory, figures, route info); returns when the request
-  // may start there (later when its adapter must load).
+  // ---- Component services (component.h): what a component may ask of the kernel. ----
+  // An earlier component of type T (components are built in registry order), or null.
+  template <typename T>
+  T* find_component() {
+    for (const auto& c : components_) {
+      if (auto* t = dynamic_cast<T*>(c.get())) return t;
+    }
+    return nullptr;
+  }
+  const FleetSetup& setup() const { return setup_; }
+  EventQueue& queue() { return queue_; }
+  Engine& engine(int32_t replica) { return *table_[static_cast<size_t>(replica)].engine; }
+  ReplicaFigures& mutable_figures(int32_t replica) { return table_[static_cast<size_t>(replica)].figures; }
+  FleetObserver* fleet_observer() const { return fleet_observer_; }
+  bool has_pending_arrival() const { return !pulled_.empty(); }
+  // Calls fn(id, route) for every live request (unordered: for counts only).
+  template <typename Fn>
+  void ForEachRoute(Fn&& fn) const {
+    for (const auto& [id, info] : routes_) fn(id, info);
+  }
+  // Calls fn(component) for every component, in registry order.
+  template <typename Fn>
+  void ForEachComponent(Fn&& fn) {
+    for (const auto& c : components_) fn(*c);
+  }
+  // Ready replicas, in id order: every role; mixed and decode (they serve requests);
+  // prefill.
+  const std::vector<int32_t>& ready_all() const { return ready_all_; }
+  const std::vector<int32_t>& ready_serving() const { return ready_serving_; }
+  const std::vector<int32_t>& ready_prefill() const { return ready_prefill_; }
+  // The router of one candidate set (routers keep their own rotation per set).
+  enum class RouterSet : int { kServing = 0, kPrefill = 1, kAll = 2 };
+  // The view of `replicas` as the router sees it (telemetry), without request beliefs.
+  std::vector<ReplicaView> BuildView(const std::vector<int32_t>& replicas) const;
+  // Asks the router of `set` to choose among `replicas` (non-empty); the decision names
+  // the replica itself and carries the matched prefix of the view.
+  RouteDecision RouteAmong(RouterSet set, const std::vector<int32_t>& replicas, const Request& r);
+  // Books the decision (router memory, figures, route info, components' OnRouted);
+  // returns when the request may start there.
   SimTime BookRoute(const Request& r, const RouteDecision& d, SimTime now, std::string_view stage = "serve");
+  // Books and submits now, or when the components' OnRouted allows.
   void AfterRoute(const Request& r, const RouteDecision& d, SimTime now);
+  // Tells the components that `tokens` of `r` were sent to `replica`.
+  void NoteDispatch(const Request& r, int32_t replica, int64_t tokens);
   void SubmitTo(int32_t replica, const Request& r, SimTime now, bool schedule_cancel = true);
   // Ends a request the fleet holds (not in any engine) with `status`.
   void EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason);
-  void Cancel(const Event& e);
-
-  // Pools (simulation_pools.cc).
-  enum class Stage : int { kAdmission, kPrefill, kTransferQueue, kTransfer };
-  struct Handoff {
-    Request request;
-    int32_t serving = 0;
-    int32_t prefill = -1;
-    Stage stage = Stage::kAdmission;
-    SimTime since;                // entered the current stage
-    int64_t reserved_blocks = 0;  // predicted decode slot, until BeginImport
-    int32_t attempts = 0;         // transfer attempts started
-    int64_t transfer_id = -1;     // on the prefill replica's link while moving
-    int64_t transfer_tokens = 0;  // prompt tokens whose KV moves (the rest is cached there)
-    bool fails = false;           // this attempt fails when it would complete (fault)
-  };
-  void RouteWithPools(const Request& r, SimTime now);
-  bool WantsDisaggregation(const Request& r, int64_t matched_prefix_tokens) const;
-  // True for a disaggregated request's prompt-only copy running on `replica`.
-  bool InPrefillStage(int32_t replica, RequestId id) const;
-  int64_t ImportBlocks(int32_t serving, const Request& r) const;
-  bool DecodeSlotPredicted(int32_t serving, int64_t blocks) const;
-  void StartHandoff(const Request& r, int32_t serving, SimTime now);
-  void AdmitToPrefill(Handoff& h, SimTime now);
-  void DrainAdmission(int32_t serving, SimTime now);
-  // Prefill-role replicas: consumes the outcome of a handoff's prefill; false when the
-  // outcome must reach the sink (the prefill failed: rejected, cancelled, timed out).
-  bool OnPrefillEnded(const RequestOutcome& o);
-  void TryStartTransfers(int32_t serving, SimTime now);
-  void StartTransfer(Handoff& h, SimTime now);
-  void BeginMoving(Handoff& h, SimTime now);
-  void AdvanceLink(int32_t prefill, SimTime now);
-  void ScheduleLink(int32_t prefill);
-  void OnTransferArrived(RequestId id, SimTime now);
-  void OnTransferTimeout(RequestId id, int32_t attempt, SimTime now);
-  void OnTransferStart(RequestId id, int32_t attempt, SimTime now);
-  void OnHandoffDeadline(RequestId id, SimTime now);
-  // Abandons the attempt in flight: link share and destination blocks released.
-  void StopTransfer(Handoff& h, SimTime now);
-  void ReportTransfer(const Handoff& h, SimTime now, std::string_view outcome) const;
-  void AfterFailedAttempt(RequestId id, SimTime now);
-  void CancelHandoff(Handoff& h, SimTime now);
-  void ReleaseReservation(Handoff& h);
-  // Adds (+1) or removes (-1) a handoff from its serving replica's pending load: from its
-  // arrival to its transfer's start (and again while a failed attempt waits to retry).
-  void CountPending(const Handoff& h, int sign);
-  // Deterministic uniform [0, 1) draw for a request's attempt (faults).
-  double FaultDraw(RequestId id, int32_t attempt, uint64_t salt) const;
-  void OnEnded(const RequestOutcome& o);
+  // Schedules this request's client cancellation (kernel event; the replica is looked up
+  // when it fires).
+  void ScheduleCancel(const Request& r, SimTime now);
   // Starts a step on `replica` if it is idle with work, unless the replica is inside an
-  // engine call already (its callbacks can reach here: a request ending on a prefill
-  // replica admits the next handoff to the same replica); the caller of that engine
-  // call starts it afterwards.
+  // engine call already (its callbacks can reach here); the caller of that engine call
+  // starts it afterwards.
   void MaybeStart(int32_t replica, SimTime now);
+  // After `replica` may have freed blocks: the components' AfterRelease.
+  void AfterRelease(int32_t replica, SimTime now);
+  // An engine call on `replica` (Cancel, FinishImport...) made by a component.
+  void CancelOn(int32_t replica, RequestId id, SimTime now);
+  bool in_engine_call(int32_t replica) const { return table_[static_cast<size_t>(replica)].in_engine_call; }
+
+  void OnEvent(const Event& e) override;
+
+ private:
+  class Forwarder;  // routes engine callbacks to components, the sink and the source
+  struct Replica {
+    ReplicaSetup setup;
+    std::unique_ptr<Engine> engine;
+    ReplicaState state = ReplicaState::kReady;
+    ReplicaFigures figures;
+    // Requests routed here still without a first token: (arrival ns, id).
+    std::set<std::pair<int64_t, RequestId>> awaiting_first_token;
+    bool in_engine_call = false;  // inside StartStep, FinishStep or Cancel
+  };
   // Marks `replica` as inside an engine call for the guard's lifetime.
   class EngineCall {
    public:
-    EngineCall(Simulation* sim, int32_t replica) : busy_(sim->in_engine_call_[static_cast<size_t>(replica)]) {
-      FP_ASSERT(busy_ == 0);  // engine calls on one replica never nest
-      busy_ = 1;
+    EngineCall(Simulation* sim, int32_t replica) : busy_(sim->table_[static_cast<size_t>(replica)].in_engine_call) {
+      FP_ASSERT(!busy_);  // engine calls on one replica never nest
+      busy_ = true;
     }
-    ~EngineCall() { busy_ = 0; }
+    ~EngineCall() { busy_ = false; }
     EngineCall(const EngineCall&) = delete;
     EngineCall& operator=(const EngineCall&) = delete;
 
    private:
-    char& busy_;
+    bool& busy_;
   };
-  // Pools: after `replica` may have freed blocks, prefilled requests bound for it import
-  // and waiting ones are admitted to prefill.
-  void AfterRelease(int32_t replica, SimTime now);
-  void RefreshTelemetry(SimTime now);
-  std::vector<ReplicaView> BuildView(const std::vector<int32_t>& replicas) const;
-  // True when nothing can happen any more but pending invalidations.
+  // The kernel's own event codes. Values are local to the kernel.
+  enum Code : int32_t {
+    kArrival = 0,        // source request `request` arrives (held in pulled_)
+    kPushedArrival = 1,  // submitted request `request` arrives (held in pushed_)
+    kStepDone = 2,       // replica `replica` finishes its step in flight
+    kCancel = 3,         // the client of `request` gives up (replica: -1 = look it up)
+    kDelayedStart = 4,   // `request`, routed to `replica`, may start there now
+    kReplicaLoading = 5, // `replica` starts loading
+    kReplicaReady = 6,   // `replica` is ready
+    kReplicaDrain = 7,   // `replica` starts draining
+  };
+
+  Simulation(const FleetSetup& setup, EngineObserver* sink);
+  Status AddComponents();
+  Expected<int32_t> NewReplica(const ReplicaSetup& setup, ReplicaState state);
+  void RebuildReadyLists();
+  void SetState(int32_t replica, ReplicaState state);
+  // A draining replica that holds nothing any more is gone.
+  void MaybeGone(int32_t replica);
+  Status PullArrival();
+  void OnArrival(Request r, SimTime now);
+  void RouteRequest(const Request& r, SimTime now);
+  void OnStepDone(int32_t replica);
+  void OnCancelEvent(const Event& e);
+  void OnEnded(const RequestOutcome& o);
+  // True when nothing can happen any more but passive events.
   bool Drained() const;
+  Status HandleEvents(SimTime until);
+  Status CheckEnd() const;
 
   FleetSetup setup_;
   EngineObserver* sink_;
   FleetObserver* fleet_observer_ = nullptr;
   std::unique_ptr<Forwarder> forwarder_;
-  std::vector<std::unique_ptr<Engine>> engines_;
-  std::unique_ptr<Router> router_;          // among serving_
-  std::unique_ptr<Router> prefill_router_;  // among prefill_; null without a prefill pool
-  std::unique_ptr<Router> colocate_router_; // among all_; null without a prefill pool
-  std::vector<int32_t> all_;                // every replica, in index order
-  std::vector<int32_t> serving_;            // mixed and decode replicas, in index order
-  std::vector<int32_t> prefill_;            // prefill replicas, in index order
+  std::vector<Replica> table_;
+  std::vector<int32_t> ready_all_;
+  std::vector<int32_t> ready_serving_;
+  std::vector<int32_t> ready_prefill_;
+  std::vector<bool> roles_at_creation_;  // index: PoolRole
+  std::unique_ptr<Router> routers_[3];   // index: RouterSet; kPrefill and kAll only with a prefill pool
+  std::vector<std::unique_ptr<FleetComponent>> components_;
+  Telemetry* telemetry_ = nullptr;  // one of components_: the routers' view
   EventQueue queue_;
-  std::optional<Request> pending_arrival_;
-  std::vector<ReplicaTelemetry> telemetry_;
-  std::vector<int64_t> sent_requests_;
-  std::vector<int64_t> sent_tokens_;
-  bool tracks_prefixes_ = false;
-  std::optional<PrefixView> prefix_view_;  // the router's record; unset when precise or unused
-  std::optional<PrefixView> hasher_;       // hashes prompts when precise replication needs them
-  std::optional<PrefixPlacement> placement_;  // router.replication
-  std::vector<BlockHash> hashes_;          // scratch: the arriving request's block hashes
-  std::vector<AdapterResidency> adapters_;  // per replica; empty when adapters are off
-  std::vector<std::vector<AdapterId>> adapter_snapshot_;  // resident at the last refresh, sorted
-  std::vector<std::vector<AdapterId>> adapter_sent_;      // sent since the refresh
-  std::unordered_map<RequestId, RouteInfo> routes_;       // live requests; lookup only
-  std::map<RequestId, std::pair<int32_t, Request>> delayed_;  // waiting for an adapter load
-  std::vector<std::set<std::pair<int64_t, RequestId>>> awaiting_first_token_;  // (arrival ns, id)
-  std::vector<ReplicaFigures> figures_;
-  std::vector<char> in_engine_call_;  // per replica: inside StartStep, FinishStep or Cancel
   RequestSource* source_ = nullptr;
+  ProgressFn progress_;
+  uint64_t handled_ = 0;
+  bool started_ = false;
+  // Source requests announced but not arrived (one for an open-loop source), and their
+  // (arrival ns, id) in time order.
+  std::unordered_map<RequestId, Request> pulled_;  // lookup only
+  std::set<std::pair<int64_t, RequestId>> pulled_times_;
+  std::unordered_map<RequestId, Request> pushed_;  // submitted, not arrived; lookup only
+  std::set<RequestId> cancelled_before_arrival_;   // of pushed_
+  std::unordered_map<RequestId, RouteInfo> routes_;           // live requests; lookup only
+  std::map<RequestId, std::pair<int32_t, Request>> delayed_;  // routed, start delayed
+  TokenFn on_token_;
+  std::function<void()> event_hook_;
   std::optional<SimTime> first_arrival_;
   SimTime now_;
   int64_t requests_done_ = 0;
-  size_t pending_invalidations_ = 0;  // kInvalidate events in queue_
-
-  // Pools state (empty without a prefill pool).
-  std::map<RequestId, Handoff> handoffs_;                  // disaggregated requests not yet imported
-  std::vector<std::deque<RequestId>> admission_queue_;     // per serving replica
-  std::vector<std::deque<RequestId>> transfer_queue_;      // per serving replica
-  std::vector<int64_t> reserved_blocks_;                   // per serving replica
-  std::vector<int64_t> reserved_requests_;                 // per serving replica
-  // Per serving replica: handoffs bound for it that its engine does not hold yet; the
-  // router sees them as waiting requests and their answers as outstanding tokens.
-  std::vector<int64_t> pending_requests_;
-  std::vector<int64_t> pending_tokens_;
-  std::vector<std::optional<KvTransferLink>> links_;       // per prefill replica
-  std::vector<std::map<int64_t, RequestId>> link_owner_;   // per prefill replica: transfer id -> request
-  std::vector<std::optional<SimTime>> link_event_at_;      // per prefill replica: pending kTransferProgress
-  StageFigures stages_;
 };
 
 }  // namespace fleetplan

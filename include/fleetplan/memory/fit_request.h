@@ -73,6 +73,10 @@ struct FitSpec {
   Sourced<int64_t> concurrency;
   Sourced<int64_t> block_tokens;
   Sourced<int64_t> max_batched_tokens;
+  // Read from a scenario: an absent engine.scheduler.max_running is the engine's default
+  // (kDefaultMaxRunning), not the fit verb's one sequence, so the fit and the simulated
+  // engine agree on the concurrency.
+  bool from_scenario = false;
 };
 
 // Reads a scenario file. `pool_role` selects one entry of deployment.pools (by `role`);

@@ -41,6 +41,10 @@ inline constexpr double kDefaultGpuMemoryUtilization = 0.90;
 inline constexpr int64_t kDefaultBlockTokens = 16;
 // Token budget per step of the reference scenario (engine.scheduler.max_batched_tokens).
 inline constexpr int64_t kDefaultMaxBatchedTokens = 8192;
+// Most sequences holding KV at once (engine.scheduler.max_running), vLLM's max_num_seqs
+// default. A scenario that does not state max_running runs with this and its fit checks
+// this many sequences; the fit verb's own default (flags only) is one sequence.
+inline constexpr int64_t kDefaultMaxRunning = 256;
 // Upper bound on any token count (context, window, block, step budget): 2^30 tokens is
 // far beyond any served context and keeps every byte product below 2^62.
 inline constexpr int64_t kMaxTokens = int64_t{1} << 30;

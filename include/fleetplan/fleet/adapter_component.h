@@ -1,0 +1,43 @@
+// Adapters: per-replica LoRA residency as a fleet component (engine.adapters; off by
+// default, when adapters load instantly and take no memory).
+//
+// A request that names an adapter acquires it on the replica it is routed to (a cold
+// load delays its start: OnRouted returns when the adapter is ready) and releases it
+// when it ends. The router believes an adapter resident where it was resident at the
+// last telemetry refresh or was sent since (router.precise: where it truly is).
+// Report: `replicas[i].adapters` (AdapterStats::ToJson).
+// Invariant: each replica's pins equal the live requests routed there with an adapter.
+// Thread model: single-threaded; deterministic (sorted vectors and ordered maps).
+#pragma once
+
+#include <vector>
+
+#include "fleetplan/fleet/adapters.h"
+#include "fleetplan/fleet/component.h"
+
+namespace fleetplan {
+
+class AdapterComponent final : public FleetComponent {
+ public:
+  explicit AdapterComponent(Simulation& sim);
+  std::string_view name() const override { return "adapters"; }
+  const AdapterResidency& residency(int32_t replica) const { return residency_[static_cast<size_t>(replica)]; }
+
+  Status OnReplicaAdded(int32_t id) override;
+  void FillView(const Request& r, int32_t replica, ReplicaView& view) override;
+  SimTime OnRouted(const Request& r, int32_t replica, SimTime now, RouteInfo& info) override;
+  void OnTelemetryRefresh(int32_t replica) override;
+  void OnRequestEnded(RequestId id, const RouteInfo& info) override;
+  Status CheckInvariants() const override;
+  void AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) override;
+
+ private:
+  bool BelievesResident(int32_t replica, AdapterId adapter) const;
+
+  Simulation& sim_;
+  std::vector<AdapterResidency> residency_;            // per replica
+  std::vector<std::vector<AdapterId>> snapshot_;       // resident at the last refresh, sorted
+  std::vector<std::vector<AdapterId>> sent_;           // sent since the refresh
+};
+
+}  // namespace fleetplan

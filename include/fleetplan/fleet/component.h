@@ -1,0 +1,108 @@
+// FleetComponent: one fleet feature (telemetry, prefix beliefs, adapters, hot-prefix
+// replication, prefill/decode pools with KV transfer, invalidation events), plugged
+// into the simulation kernel (simulation.h).
+//
+// A component owns its configuration, its per-replica state (grown in OnReplicaAdded,
+// so replicas may join mid-run), its events (it is their EventHandler: the kernel
+// dispatches every event to the handler it names, with the component's own code), its
+// invariants and its report section. The kernel calls every component at the same
+// points, in the order they were added, and never asks which component it is: a new
+// feature is a new component, not a branch in the kernel. Every hook has a default that
+// does nothing, so a component implements only the points it cares about.
+//
+// Hooks in the order a request meets them:
+//   Dispatch      an arrival; true = the component took the request (pools)
+//   Route         the decision among the candidates; a value = this decision (replication)
+//   FillView      the router's per-request belief about one replica (prefixes, adapters)
+//   OnRouted      a decision was booked; returns when the request may start (adapters)
+//   OnDispatched  a request (or a prompt-only copy) was sent to a replica (beliefs)
+//   Consume*      an engine outcome or a cancel the component owns (pools' prefill
+//                 copies and handoffs); true = the kernel does nothing more with it
+//   IsStageCopy   the engine's request is the component's copy (its tokens are not
+//                 the client's)
+//   AfterRelease  a replica may have freed blocks (pools admit waiting handoffs)
+//   OnRequestEnded the request left the fleet
+// Thread model: single-threaded, owned by one Simulation; deterministic.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleetplan/core/json.h"
+#include "fleetplan/core/status.h"
+#include "fleetplan/engine/engine.h"
+#include "fleetplan/fleet/event_queue.h"
+#include "fleetplan/fleet/router.h"
+#include "fleetplan/workload/request.h"
+
+namespace fleetplan {
+
+class Simulation;
+struct FleetSetup;
+struct RouteInfo;
+
+class FleetComponent : public EventHandler {
+ public:
+  virtual ~FleetComponent() = default;
+  virtual std::string_view name() const = 0;
+
+  // Replica `id` joined the replica table (ids are dense and never reused); an error
+  // refuses the replica.
+  virtual Status OnReplicaAdded(int32_t id) { (void)id; return Status::Ok(); }
+  // The simulation starts at `now` (schedule the first events).
+  virtual void OnStart(SimTime now) { (void)now; }
+
+  virtual bool Dispatch(const Request& r, SimTime now) { (void)r; (void)now; return false; }
+  virtual std::optional<RouteDecision> Route(const Request& r, SimTime now) { (void)r; (void)now; return std::nullopt; }
+  virtual void FillView(const Request& r, int32_t replica, ReplicaView& view) { (void)r; (void)replica; (void)view; }
+  virtual SimTime OnRouted(const Request& r, int32_t replica, SimTime now, RouteInfo& info) {
+    (void)r; (void)replica; (void)info;
+    return now;
+  }
+  virtual void OnDispatched(const Request& r, int32_t replica, int64_t tokens) { (void)r; (void)replica; (void)tokens; }
+  // Telemetry refresh of `replica`: what the component holds for it that the engine
+  // does not count yet, and anything it snapshots at a refresh.
+  virtual void AddTelemetry(int32_t replica, ReplicaTelemetry& t) const { (void)replica; (void)t; }
+  virtual void OnTelemetryRefresh(int32_t replica) { (void)replica; }
+
+  virtual bool ConsumeOutcome(const RequestOutcome& o) { (void)o; return false; }
+  // True when request `id` on `replica` is the component's own copy of a request (a
+  // prompt-only prefill): its tokens are not the client's.
+  virtual bool IsStageCopy(int32_t replica, RequestId id) { (void)replica; (void)id; return false; }
+  virtual bool ConsumeCancel(RequestId id, SimTime now) { (void)id; (void)now; return false; }
+  virtual void AfterRelease(int32_t replica, SimTime now) { (void)replica; (void)now; }
+  virtual void OnRequestEnded(RequestId id, const RouteInfo& info) { (void)id; (void)info; }
+
+  // Routed requests the component is responsible for (the run is not over while it holds
+  // any), and how many of those are also live in an engine (a prompt-only copy on a
+  // prefill replica, an import in progress): the fleet's invariants count each request
+  // in exactly one place.
+  virtual int64_t held_requests() const { return 0; }
+  virtual int64_t held_in_engines() const { return 0; }
+  virtual Status CheckInvariants() const { return Status::Ok(); }
+  // Adds the component's fields to replica `id`'s entry of report.json `replicas` and
+  // `engine.replicas` (`engine` is that replica's engine entry).
+  virtual void AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) {
+    (void)id; (void)span; (void)figures; (void)engine;
+  }
+  // Adds the component's own section(s) to report.json, and its lines to the text
+  // summary; both render the same figures.
+  virtual void AddReport(Duration span, Json& report) const { (void)span; (void)report; }
+  virtual void AddSummary(Duration span, std::vector<std::string>& lines) const { (void)span; (void)lines; }
+
+  void OnEvent(const Event& e) override { (void)e; }
+};
+
+// The component registry: one row per feature, in the order the kernel calls them.
+// Simulation::Create builds every row whose `wanted` says the setup asks for it.
+struct FleetComponentRow {
+  std::string_view name;
+  bool (*wanted)(const FleetSetup& setup) = nullptr;
+  Expected<std::unique_ptr<FleetComponent>> (*make)(Simulation& sim) = nullptr;
+};
+const std::vector<FleetComponentRow>& FleetComponents();
+
+}  // namespace fleetplan

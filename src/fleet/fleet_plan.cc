@@ -1,0 +1,211 @@
+#include "fleetplan/fleet/fleet_plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fleetplan/catalog/dtype.h"
+#include "fleetplan/core/digest.h"
+#include "fleetplan/perf/factory.h"
+
+namespace fleetplan {
+namespace {
+
+Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s, const FitRequest& fit) {
+  StepModelContext ctx;
+  ctx.memory = fit.memory;
+  ctx.tp_link = s.intra_node_link;
+  ctx.pp_link = fit.memory.layout.gpus() <= s.gpus_per_node ? s.intra_node_link : s.inter_node_link;
+  ctx.scenario_dir = s.dir;
+  ctx.cuda_graphs = s.cuda_graphs;
+  if (s.step_model) {
+    FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(*s.step_model, ctx));
+    return std::shared_ptr<const StepCostModel>(std::move(model));
+  }
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString("{kind: roofline}", "<default step model>"));
+  FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(doc.root(), ctx));
+  return std::shared_ptr<const StepCostModel>(std::move(model));
+}
+
+Expected<BoundPool> BindPool(const Scenario& s, const PoolSpec& pool) {
+  const MemoryInputs& m = pool.fit.memory;
+  FP_ASSIGN_OR_RETURN(KvPoolSize kv, SizeKvPool(m));
+  if (kv.kv_blocks_per_replica < 1) {
+    return Status(StatusCode::kCheckFailed,
+                  fmt::format("{}{} on {} with tp {} pp {} leaves no memory for KV cache (usable KV per rank: {} "
+                              "bytes); run `fleetplan fit` on this scenario for the arithmetic",
+                              pool.role != PoolRole::kMixed ? fmt::format("the {} pool: ", PoolRoleName(pool.role)) : "",
+                              m.model.name, m.gpu.name, m.layout.tp, m.layout.pp, kv.kv_bytes_per_rank.count()));
+  }
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> cost, BuildCostModel(s, pool.fit));
+  return BoundPool{pool.role, pool.replicas, pool.fit, kv, std::move(cost)};
+}
+
+Json RouterJson(const RouterConfig& r) {
+  Json weights = Json::object();
+  for (const auto& [name, w] : r.weights) weights[name] = w;
+  return Json{{"policy", r.policy},
+              {"telemetry_delay_ns", r.telemetry_delay.ns()},
+              {"precise", r.precise},
+              {"outstanding_by", r.outstanding_by == OutstandingBy::kRequests ? "requests" : "tokens"},
+              {"weights", std::move(weights)},
+              {"adapter_aware", {{"load", r.adapter_aware.load}, {"affinity", r.adapter_aware.affinity}}}};
+}
+
+Json EngineSettingsJson(const EngineConfig& e) {
+  const SchedulerConfig& s = e.scheduler;
+  return Json{{"scheduler",
+               {{"policy", s.policy},
+                {"max_batched_tokens", s.max_batched_tokens},
+                {"max_running", s.max_running},
+                {"chunk_tokens", s.chunk_tokens},
+                {"max_decode_stall_ns", s.max_decode_stall.ns()},
+                {"aging_per_step", s.aging_per_step},
+                {"max_waiting", s.max_waiting}}},
+              {"admission", e.admission == AdmissionMode::kReserve ? "reserve" : "optimistic"},
+              {"block_tokens", e.block_tokens},
+              {"host_overhead_ns", e.host_overhead.ns()},
+              {"reject_unreachable_deadline", e.reject_unreachable_deadline},
+              {"prefix_cache",
+               {{"enabled", e.prefix_cache.enabled},
+                {"share_across_tenants", e.prefix_cache.share_across_tenants},
+                {"scope",
+                 {{"model_revision", e.prefix_cache.scope.model_revision},
+                  {"tokenizer", e.prefix_cache.scope.tokenizer},
+                  {"position_scheme", e.prefix_cache.scope.position_scheme},
+                  {"kv_format", e.prefix_cache.scope.kv_format}}}}}};
+}
+
+Json PoolJson(const BoundPool& p) {
+  const MemoryInputs& m = p.fit.memory;
+  return Json{{"role", std::string(PoolRoleName(p.role))},
+              {"replicas", p.replicas},
+              {"model", m.model.name},
+              {"gpu", m.gpu.name},
+              {"tp", m.layout.tp},
+              {"pp", m.layout.pp},
+              {"ep", m.layout.ep},
+              {"weight_dtype", std::string(DTypeName(m.weight_dtype))},
+              {"kv_dtype", std::string(DTypeName(m.kv_dtype))},
+              {"gpu_memory_utilization", m.gpu_memory_utilization},
+              {"concurrency", p.fit.concurrency},
+              {"context", p.fit.context},
+              {"kv_blocks_per_replica", p.kv.kv_blocks_per_replica},
+              {"kv_bytes_per_token_per_rank", p.kv.kv_bytes_per_token_per_rank.count()},
+              {"step_model", p.cost->Describe()}};
+}
+
+}  // namespace
+
+int64_t FleetPlan::replicas() const {
+  int64_t n = 0;
+  for (const BoundPool& p : pools) n += p.replicas;
+  return n;
+}
+
+FleetSetup FleetPlan::Setup() const {
+  FleetSetup setup;
+  for (const BoundPool& p : pools) {
+    EngineConfig e = engine;
+    e.kv_blocks = p.kv.kv_blocks_per_replica;
+    e.cuda_graphs = cuda_graphs;
+    const int64_t gpus = p.fit.memory.layout.gpus();
+    ReplicaSetup r{e, p.cost, p.role, p.kv.kv_bytes_per_token_per_rank.count() * gpus, 0};
+    // Every rank sends its shard of the KV over its own NIC.
+    if (p.role == PoolRole::kPrefill) {
+      r.link_bytes_per_second = std::max<int64_t>(1, static_cast<int64_t>(transfer_link.bandwidth) * gpus);
+    }
+    setup.replicas.insert(setup.replicas.end(), static_cast<size_t>(p.replicas), r);
+  }
+  setup.router = router;
+  setup.adapters = adapters;
+  setup.invalidations = invalidations;
+  setup.disaggregation = disaggregation;
+  setup.replication = replication;
+  return setup;
+}
+
+Json FleetPlan::ToJson() const {
+  Json pools_json = Json::array();
+  for (const BoundPool& p : pools) pools_json.push_back(PoolJson(p));
+  Json invalidations_json = Json::array();
+  for (const TimedInvalidation& t : invalidations) {
+    invalidations_json.push_back({{"at_ns", t.at.ns()},
+                                  {"kind", std::string(InvalidationKindName(t.invalidation.kind))},
+                                  {"target", t.invalidation.target}});
+  }
+  Json j{{"name", name},
+         {"scenario_digest", scenario_digest},
+         {"seed", seed},
+         {"pools", std::move(pools_json)},
+         {"engine", EngineSettingsJson(engine)},
+         {"cuda_graphs", cuda_graphs.Describe()},
+         {"router", RouterJson(router)},
+         {"invalidations", std::move(invalidations_json)},
+         {"workload", workload.description}};
+  if (adapters.enabled) {
+    j["adapters"] = {{"size", adapters.size.count()},
+                     {"memory_budget", adapters.memory_budget.count()},
+                     {"load_time_ns", adapters.load_time.ns()}};
+  }
+  if (replication.enabled) {
+    const ReplicationConfig& r = replication;
+    j["replication"] = {{"replica_rate", r.replica_rate}, {"prefix_tokens", r.prefix_tokens},
+                        {"add_above", r.add_above},       {"remove_below", r.remove_below},
+                        {"window_ns", r.window.ns()},     {"min_hold_ns", r.min_hold.ns()}};
+  }
+  const bool pooled = std::any_of(pools.begin(), pools.end(), [](const BoundPool& p) { return p.role == PoolRole::kPrefill; });
+  if (pooled) {
+    const DisaggregationConfig& d = disaggregation;
+    j["disaggregation"] = {{"colocate_below_tokens", d.colocate_below_tokens},
+                           {"link", transfer_link.name},
+                           {"setup_ns", d.setup.ns()},
+                           {"timeout_ns", d.timeout.ns()},
+                           {"retries", d.retries},
+                           {"on_failure", d.reject_on_failure ? "reject" : "recompute"},
+                           {"faults",
+                            {{"delay_ns", d.faults.delay.ns()},
+                             {"delay_probability", d.faults.delay_probability},
+                             {"failure_probability", d.faults.failure_probability}}}};
+  }
+  return j;
+}
+
+Expected<std::string> FleetPlan::Digest() const { return DigestOfJson(ToJson()); }
+
+Expected<FleetPlan> Bind(const Scenario& s) {
+  FleetPlan plan;
+  plan.name = s.name;
+  plan.source = s.display_name;
+  plan.scenario_digest = s.digest;
+  plan.seed = s.seed;
+  // A scenario built in code may leave `pools` empty: one mixed pool of `replicas` x `fit`.
+  const std::vector<PoolSpec> specs =
+      s.pools.empty() ? std::vector<PoolSpec>{{PoolRole::kMixed, s.fit, s.replicas}} : s.pools;
+  for (const PoolSpec& p : specs) {
+    FP_ASSIGN_OR_RETURN(BoundPool bound, BindPool(s, p));
+    plan.pools.push_back(std::move(bound));
+  }
+  const auto primary = std::find_if(plan.pools.begin(), plan.pools.end(),
+                                    [](const BoundPool& p) { return p.role != PoolRole::kPrefill; });
+  FP_ASSERT(primary != plan.pools.end());  // the scenario reader requires a serving pool
+  plan.primary = static_cast<size_t>(primary - plan.pools.begin());
+  plan.engine = s.engine;
+  plan.cuda_graphs = s.cuda_graphs;
+  plan.router = s.router;
+  plan.adapters = s.adapters;
+  plan.disaggregation = s.disaggregation;
+  plan.transfer_link = s.transfer_link;
+  plan.replication = s.replication;
+  plan.workload = s.workload;
+  plan.slo = s.slo;
+  plan.output = s.output;
+  plan.notes = s.derived;
+  // Invalidations name tenants and adapters: resolve them against the workload's names
+  // (a probe of the source; generators know every name up front).
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> probe, MakeRequestSource(s.workload, s.seed));
+  FP_ASSIGN_OR_RETURN(plan.invalidations, ResolveInvalidations(s.events, probe->names()));
+  return plan;
+}
+
+}  // namespace fleetplan
