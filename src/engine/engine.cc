@@ -765,6 +765,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
 // ---------------------------------------------------------------------------------------
 // Applying a step
 
+template <bool kTokenEvents>
 void Engine::ApplyChunk(const Planned& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
   l.num_computed += p.new_tokens;
@@ -784,7 +785,7 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   }
   l.gap_spans_preemption = false;
   l.last_token = now;
-  if (token_events_ && observer_ != nullptr) observer_->OnToken(replica_, l.req.id, l.generated - 1, now);
+  if constexpr (kTokenEvents) observer_->OnToken(replica_, l.req.id, l.generated - 1, now);
   if (l.generated == l.output_tokens) {
     RemoveRunning(p.slot);
     End(p.slot, RequestStatus::kOk, now);
@@ -825,16 +826,26 @@ void Engine::FinishStep(SimTime now) {
                        pool_.cached_count(), pool_.evictable_count(), waiting_count(), running_count()});
   }
   in_flight_ = false;
+  // Token events cost nothing unless asked for: the loop is compiled twice.
+  if (token_events_ && observer_ != nullptr) {
+    ApplyPlan<true>(now);
+  } else {
+    ApplyPlan<false>(now);
+  }
+  plan_.clear();
+  chunks_.clear();
+}
+
+template <bool kTokenEvents>
+void Engine::ApplyPlan(SimTime now) {
   for (const Planned& p : plan_) {
     Live& l = slots_[static_cast<size_t>(p.slot)];
     if (l.cancelled) {
       End(p.slot, RequestStatus::kCancelled, now);  // blocks released only now
       continue;
     }
-    ApplyChunk(p, now);
+    ApplyChunk<kTokenEvents>(p, now);
   }
-  plan_.clear();
-  chunks_.clear();
 }
 
 Status Engine::CheckInvariants() const {

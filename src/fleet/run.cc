@@ -15,6 +15,7 @@
 #include "fleetplan/metrics/record.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/metrics/report.h"
+#include "fleetplan/workload/trace.h"
 
 namespace fleetplan {
 namespace {
@@ -338,6 +339,12 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   FP_RETURN_IF_ERROR(sink.Close());
   if (timeline) FP_RETURN_IF_ERROR(timeline->Close());
 
+  // A trace's content digest (the whole file, also past an early stop) is part of the
+  // run's identity: report.json `workload.digest` and inputs_digest cover it.
+  if (auto* trace = dynamic_cast<TraceSource*>(source.get())) {
+    FP_ASSIGN_OR_RETURN(std::string trace_digest, trace->FinishDigest());
+    (void)trace_digest;  // Describe() reports it
+  }
   FP_ASSIGN_OR_RETURN(Report report, std::move(builder).Finish());
   report.notes.insert(report.notes.end(), plan.notes.begin(), plan.notes.end());
   const Duration span = sim->end_time() - sim->first_arrival();

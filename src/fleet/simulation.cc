@@ -28,7 +28,10 @@ class Simulation::Forwarder final : public EngineObserver {
       if (c->ConsumeOutcome(o)) return;
     }
     ++sim_->requests_done_;
-    if (sim_->source_ != nullptr && o.finish) sim_->source_->OnRequestFinished(o.id, *o.finish);
+    if (sim_->source_ != nullptr && o.finish) {
+      sim_->source_->OnRequestFinished(o.id, *o.finish);
+      sim_->source_told_ = true;
+    }
     if (sim_->sink_ != nullptr) sim_->sink_->OnRequestDone(o);
     sim_->OnEnded(o);
   }
@@ -108,9 +111,11 @@ Simulation::Simulation(const FleetSetup& setup, EngineObserver* sink)
 Simulation::~Simulation() = default;
 
 Status Simulation::AddComponents() {
+  queue_.Register(this);
   for (const FleetComponentRow& row : FleetComponents()) {
     if (!row.wanted(setup_)) continue;
     FP_ASSIGN_OR_RETURN(std::unique_ptr<FleetComponent> c, row.make(*this));
+    queue_.Register(c.get());
     components_.push_back(std::move(c));
   }
   telemetry_ = find_component<Telemetry>();
@@ -195,6 +200,11 @@ Status Simulation::PullArrival() {
   // Every source request due before the earliest one held is held too: a closed-loop
   // source can announce, after a completion, a request due before the one it announced
   // earlier. An open-loop source is held one request ahead.
+  // Only a completion can make a source announce an earlier request, and only an
+  // arrival changes which held request is the earliest: without either since the last
+  // look, everything due before the earliest held is held.
+  if (!pulled_.empty() && !source_told_) return Status::Ok();
+  source_told_ = false;
   while (source_ != nullptr) {
     FP_ASSIGN_OR_RETURN(std::optional<SimTime> peek, source_->PeekArrival());
     if (!peek || (!pulled_times_.empty() && peek->ns() >= pulled_times_.begin()->first)) return Status::Ok();
@@ -489,6 +499,7 @@ void Simulation::OnEvent(const Event& e) {
       auto node = pulled_.extract(e.request);
       FP_ASSERT(!node.empty());
       pulled_times_.erase({node.mapped().arrival.ns(), e.request});
+      source_told_ = true;  // the earliest held changed: look again
       OnArrival(std::move(node.mapped()), now_);
       break;
     }
@@ -539,8 +550,8 @@ Status Simulation::HandleEvents(SimTime until) {
     const Event e = queue_.Pop();
     if (e.passive && Drained()) continue;
     now_ = e.time;
-    e.handler->OnEvent(e);
-    FP_RETURN_IF_ERROR(PullArrival());
+    queue_.handler(e.handler)->OnEvent(e);
+    if (pulled_.empty() || source_told_) FP_RETURN_IF_ERROR(PullArrival());
     if (event_hook_) event_hook_();
     if (progress_ && (++handled_ % kProgressEvents) == 0) progress_(now_, requests_done_);
   }

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "fleetplan/fleet/prefix_view.h"
+#include "fleetplan/core/scenario_schema.h"
+#include "fleetplan/core/yaml.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleet/fleet_scenarios.h"
@@ -96,6 +98,46 @@ TEST(Router, AdapterAwareLoadWeightMustExceedAffinity) {
                                       "affinity 2), so one hot adapter cannot make a hot replica"),
             std::string::npos)
       << s.status().message();
+}
+
+// --- the registry ----------------------------------------------------------------------
+
+// Every row: builds a router of its name, its own section is a router key whose reader
+// accepts an absent section, and its reads-prefixes trait is what the router does — fed
+// views that differ only in the matched prefix, it prefers the replica holding it exactly
+// when the trait says it reads prefixes.
+TEST(RouterRegistry, EveryRowBuildsItsRouterAndItsTraitMatchesItsDecisions) {
+  ASSERT_EQ(RouterNames().size(), RouterPolicies().size());
+  for (const RouterPolicy& row : RouterPolicies()) {
+    SCOPED_TRACE(std::string(row.name));
+    EXPECT_EQ(FindRouterPolicy(row.name), &row);
+    RouterConfig c = Config(std::string(row.name));
+    c.weights = {{"prefix", 1.0}};
+    if (!row.section.empty()) {
+      const auto& keys = scenario_keys::kRouter;
+      EXPECT_NE(std::find(keys.begin(), keys.end(), std::string(row.section)), keys.end());
+      ASSERT_NE(row.read, nullptr);
+      auto doc = YamlDocument::LoadString("{}", "r.yaml");
+      ASSERT_TRUE(doc.ok());
+      RouterConfig read = c;
+      std::vector<std::string> derived;
+      EXPECT_TRUE(row.read(doc->root()[row.section], read, derived).ok());
+    }
+    auto router = MakeRouter(c, RouterContext{Us(20), {}});
+    ASSERT_TRUE(router.ok()) << router.status().message();
+    EXPECT_EQ((*router)->name(), row.name);
+    std::vector<ReplicaView> view(2);
+    view[1].matched_prefix_tokens = 1000;
+    Request r;
+    r.prompt = {{1, 1000}};
+    const int32_t chosen = (*router)->Route(r, view).replica;
+    EXPECT_EQ(chosen == 1, row.reads_prefixes(c));
+    EXPECT_EQ(RouterReadsPrefixes(c), row.reads_prefixes(c));
+  }
+  EXPECT_EQ(FindRouterPolicy("cache-awre"), nullptr);
+  RouterConfig weighted_without_prefix = Config("weighted");
+  weighted_without_prefix.weights = {{"queue", 1.0}};
+  EXPECT_FALSE(RouterReadsPrefixes(weighted_without_prefix));
 }
 
 // --- ties -------------------------------------------------------------------------------

@@ -434,7 +434,10 @@ class Engine {
   int64_t CapByStepTime(int64_t new_tokens, int64_t context) const;
   void InsertRunning(int32_t slot);
   void RemoveRunning(int32_t slot);
+  template <bool kTokenEvents>
   void ApplyChunk(const Planned& p, SimTime now);
+  template <bool kTokenEvents>
+  void ApplyPlan(SimTime now);  // every chunk of the step in flight
   void CountGraphUse(const StepShape& shape);
 
   // Prefix cache (engine_prefix.cc).

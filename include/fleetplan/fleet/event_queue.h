@@ -11,8 +11,8 @@
 // instead of a case in a central switch. A `passive` event does not keep the simulation
 // alive: popped when nothing else can happen any more, it is dropped without advancing
 // the clock (a cache invalidation due after the last request must not stretch the run).
-// Thread model: single-threaded; deterministic (handlers are compared by identity only
-// for dispatch, never for order).
+// Thread model: single-threaded; deterministic (handlers are looked up for dispatch,
+// never compared for order).
 #pragma once
 
 #include <cstdint>
@@ -23,32 +23,44 @@
 
 namespace fleetplan {
 
-class EventHandler;
-
+// 32 bytes, as the heap moves events on every push and pop: the handler is an index
+// into the queue's handler table, the code one byte.
 struct Event {
   SimTime time;
   uint64_t seq = 0;
-  EventHandler* handler = nullptr;
-  int32_t code = 0;      // the handler's own event kind
-  int32_t replica = -1;  // payload, as the handler defines it
-  int64_t request = -1;
+  int64_t request = -1;  // payload, as the handler defines it
+  int32_t replica = -1;
+  uint16_t handler = 0;  // EventQueue::handler(id)
+  uint8_t code = 0;      // the handler's own event kind
   bool passive = false;
 };
+static_assert(sizeof(Event) == 32, "the heap moves events on every push and pop");
 
 class EventHandler {
  public:
+  virtual ~EventHandler() = default;
   virtual void OnEvent(const Event& e) = 0;
 
- protected:
-  ~EventHandler() = default;
+ private:
+  friend class EventQueue;
+  uint16_t event_handler_id_ = 0;
 };
 
 class EventQueue {
  public:
-  // REQUIRES: handler outlives the event.
+  // Makes `handler` a target of events. REQUIRES: it outlives the queue's use of it;
+  // fewer than 2^16 handlers.
+  void Register(EventHandler* handler) {
+    handler->event_handler_id_ = static_cast<uint16_t>(handlers_.size());
+    handlers_.push_back(handler);
+  }
+  EventHandler* handler(uint16_t id) const { return handlers_[id]; }
+
+  // REQUIRES: handler registered; code < 256.
   void Push(SimTime time, EventHandler* handler, int32_t code, int32_t replica = -1, int64_t request = -1,
             bool passive = false) {
-    heap_.push(Event{time, next_seq_++, handler, code, replica, request, passive});
+    heap_.push(Event{time, next_seq_++, request, replica, handler->event_handler_id_, static_cast<uint8_t>(code),
+                     passive});
     if (passive) ++passive_;
   }
   bool empty() const { return heap_.empty(); }
@@ -73,6 +85,7 @@ class EventQueue {
     }
   };
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::vector<EventHandler*> handlers_;
   uint64_t next_seq_ = 0;
   size_t passive_ = 0;
 };

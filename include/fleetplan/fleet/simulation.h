@@ -373,6 +373,7 @@ class Simulation final : public EventHandler {
   // (arrival ns, id) in time order.
   std::unordered_map<RequestId, Request> pulled_;  // lookup only
   std::set<std::pair<int64_t, RequestId>> pulled_times_;
+  bool source_told_ = false;  // a completion or a held arrival since PullArrival last looked
   std::unordered_map<RequestId, Request> pushed_;  // submitted, not arrived; lookup only
   std::set<RequestId> cancelled_before_arrival_;   // of pushed_
   std::unordered_map<RequestId, RouteInfo> routes_;           // live requests; lookup only
