@@ -45,7 +45,7 @@ class Simulation::Forwarder final : public EngineObserver {
     const auto it = sim_->routes_.find(id);
     if (it != sim_->routes_.end()) {
       Replica& rep = sim_->table_[static_cast<size_t>(replica)];
-      rep.awaiting_first_token.erase({it->second.arrival_ns, id});
+      it->second.awaiting_first_token = false;
       rep.figures.ttft_ns.push_back(t.ns() - it->second.arrival_ns);
     }
     if (sim_->sink_ != nullptr) sim_->sink_->OnFirstToken(replica, id, t);
@@ -314,13 +314,22 @@ SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime 
   info.replica = d.replica;
   info.matched_prefix_tokens = d.matched_prefix_tokens;
   info.arrival_ns = r.arrival.ns();
-  if (!rep.awaiting_first_token.empty()) {
-    info.queue_age = now - SimTime::FromNanos(rep.awaiting_first_token.begin()->first);
+  // Routed in arrival order, so the front is the oldest; entries of requests that got a
+  // first token or ended are dropped from the front lazily (amortized O(1)).
+  auto& awaiting = rep.awaiting_first_token;
+  while (!awaiting.empty()) {
+    const auto it = routes_.find(awaiting.front().second);
+    if (it != routes_.end() && it->second.awaiting_first_token) break;
+    awaiting.pop_front();
+  }
+  if (!awaiting.empty()) {
+    info.queue_age = now - SimTime::FromNanos(awaiting.front().first);
   }
   SimTime ready = now;
   for (const auto& c : components_) ready = std::max(ready, c->OnRouted(r, d.replica, now, info));
   routes_[r.id] = info;
-  rep.awaiting_first_token.insert({info.arrival_ns, r.id});
+  FP_ASSERT(awaiting.empty() || awaiting.back().first <= info.arrival_ns);
+  awaiting.emplace_back(info.arrival_ns, r.id);
   if (fleet_observer_ != nullptr) {
     fleet_observer_->OnRoute({now, r.id, d.replica, stage, d.matched_prefix_tokens, info.queue_age});
   }
@@ -352,8 +361,6 @@ void Simulation::SubmitTo(int32_t replica, const Request& r, SimTime now, bool s
 void Simulation::OnEnded(const RequestOutcome& o) {
   const auto it = routes_.find(o.id);
   if (it == routes_.end()) return;
-  const int32_t replica = it->second.replica;
-  table_[static_cast<size_t>(replica)].awaiting_first_token.erase({it->second.arrival_ns, o.id});
   for (const auto& c : components_) c->OnRequestEnded(o.id, it->second);
   routes_.erase(it);
 }
@@ -604,12 +611,30 @@ Status Simulation::CheckInvariants() const {
   for (const Replica& rep : table_) {
     FP_RETURN_IF_ERROR(rep.engine->CheckInvariants());
     in_engines += rep.engine->live_requests();
-    for (const auto& [arrival, id] : rep.awaiting_first_token) {
-      const auto it = routes_.find(id);
-      if (it == routes_.end() || it->second.replica != rep.engine->replica()) {
-        return InternalError(fmt::format("replica {} awaits a first token of request {}, which is not routed there",
-                                         rep.engine->replica(), id));
+    // The awaiting queue is in arrival order and holds every live request routed here
+    // that awaits its first token (stale entries of others may remain).
+    int64_t awaiting = 0;
+    for (size_t k = 0; k < rep.awaiting_first_token.size(); ++k) {
+      const auto& [arrival, id] = rep.awaiting_first_token[k];
+      if (k > 0 && rep.awaiting_first_token[k - 1].first > arrival) {
+        return InternalError(fmt::format("replica {}'s awaiting queue is out of arrival order", rep.engine->replica()));
       }
+      const auto it = routes_.find(id);
+      if (it != routes_.end() && it->second.awaiting_first_token) {
+        if (it->second.replica != rep.engine->replica()) {
+          return InternalError(fmt::format("replica {} awaits a first token of request {}, routed to {}",
+                                           rep.engine->replica(), id, it->second.replica));
+        }
+        ++awaiting;
+      }
+    }
+    int64_t routed_awaiting = 0;
+    for (const auto& [id, info] : routes_) {
+      routed_awaiting += info.replica == rep.engine->replica() && info.awaiting_first_token ? 1 : 0;
+    }
+    if (awaiting != routed_awaiting) {
+      return InternalError(fmt::format("replica {} queues {} requests awaiting a first token; {} routed there await one",
+                                       rep.engine->replica(), awaiting, routed_awaiting));
     }
     if (rep.state == ReplicaState::kGone && (rep.engine->live_requests() != 0 || rep.engine->step_in_flight())) {
       return InternalError(fmt::format("replica {} is gone but holds {} requests", rep.engine->replica(),

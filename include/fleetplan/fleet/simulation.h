@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -98,6 +99,7 @@ struct RouteInfo {
   Duration adapter_wait;  // cold adapter load the request waited for
   AdapterId adapter = kNoAdapter;  // pinned on the replica while the request lives
   int64_t arrival_ns = 0;
+  bool awaiting_first_token = true;  // no token has reached the client yet
 };
 
 // Per-replica figures of a run (report.json `replicas`).
@@ -304,8 +306,10 @@ class Simulation final : public EventHandler {
     std::unique_ptr<Engine> engine;
     ReplicaState state = ReplicaState::kReady;
     ReplicaFigures figures;
-    // Requests routed here still without a first token: (arrival ns, id).
-    std::set<std::pair<int64_t, RequestId>> awaiting_first_token;
+    // Requests routed here, in routing (= arrival) order: (arrival ns, id). The front
+    // entries whose request got a first token or ended are dropped when the oldest
+    // awaiting one is asked for.
+    std::deque<std::pair<int64_t, RequestId>> awaiting_first_token;
     bool in_engine_call = false;  // inside StartStep, FinishStep or Cancel
   };
   // Marks `replica` as inside an engine call for the guard's lifetime.
