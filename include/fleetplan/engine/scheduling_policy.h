@@ -45,7 +45,10 @@ class SchedulingPolicy {
   virtual std::optional<Duration> StepTimeCap() const { return std::nullopt; }
   // Whether prefill candidates are reordered by PrefillKey (else arrival order).
   virtual bool ReordersPrefill() const { return false; }
-  // Sort key of a prefill candidate; higher is scheduled first.
+  // Sort key of a prefill candidate; higher is scheduled first. REQUIRES of an
+  // implementation: for a fixed priority the key never falls as waiting_steps grows (the
+  // engine's waiting queue keeps candidates in per-priority sets ordered by the step they
+  // entered, which is the key's order only then; engine.h asserts it).
   virtual double PrefillKey(int32_t priority, int64_t waiting_steps) const { return 0.0; }
 };
 
