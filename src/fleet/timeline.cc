@@ -66,6 +66,14 @@ void TimelineWriter::Emit(const std::string& event) {
 }
 
 bool TimelineWriter::KeepStep(int32_t replica) {
+  // A replica added during the run (Simulation::AddReplica) gets its tracks when it
+  // first steps.
+  while (step_index_.size() <= static_cast<size_t>(replica)) {
+    const auto r = static_cast<int32_t>(step_index_.size());
+    step_index_.push_back(0);
+    Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"replica {}"}}}})", r + 1, r));
+    Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":1,"args":{{"name":"steps"}}}})", r + 1));
+  }
   const int64_t index = step_index_[static_cast<size_t>(replica)]++;
   return index % period_ == 0;
 }

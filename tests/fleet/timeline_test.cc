@@ -127,5 +127,33 @@ TEST(Timeline, OnePoolRunHasRoutesButNoTransfers) {
   EXPECT_EQ(routes, 60);
 }
 
+// A replica added during the run (Simulation::AddReplica) gets its process and step
+// track when it first steps, and the file stays valid JSON.
+TEST(Timeline, AReplicaAddedDuringTheRunGetsItsTracks) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/added-replica-timeline.json";
+  WorkloadNames names;
+  names.classes = {"chat"};
+  auto w = TimelineWriter::Open(path, 1, &names);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  StepRecord step;
+  step.replica = 2;
+  step.start = SimTime() + Ms(1);
+  step.end = SimTime() + Ms(3);
+  (*w)->OnStep(step);
+  ASSERT_TRUE((*w)->Close().ok());
+  const Json j = Json::parse(ReadAll(path));
+  std::set<std::string> processes;
+  int64_t steps_on_2 = 0;
+  for (const Json& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X" && e["pid"] == 3) ++steps_on_2;
+  }
+  EXPECT_TRUE(processes.contains("replica 0"));
+  EXPECT_TRUE(processes.contains("replica 1"));
+  EXPECT_TRUE(processes.contains("replica 2"));
+  EXPECT_EQ(steps_on_2, 1);
+}
+
 }  // namespace
 }  // namespace fleetplan
