@@ -212,11 +212,20 @@ bool Engine::DeadlineUnreachable(const Request& r, SimTime now) const {
   const int64_t cached = config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
   const StepChunk prefill{cached, prompt - cached, false};
   Duration predicted = config_.host_overhead + cost_->Cost({&prefill, 1}).gpu;
-  if (r.output_tokens > 1) {
-    std::vector<StepChunk> decode(static_cast<size_t>(running_count() + 1), StepChunk{prompt, 1, true});
-    predicted += (config_.host_overhead + cost_->Cost(decode).gpu) * (r.output_tokens - 1);
-  }
+  if (r.output_tokens > 1) predicted += (config_.host_overhead + PredictedDecodeStep(prompt)) * (r.output_tokens - 1);
   return now + predicted > *r.deadline;
+}
+
+Duration Engine::PredictedDecodeStep(int64_t context) const {
+  // The cost model is a pure function of the chunks, so the last answer is reused while
+  // the running count and the context are the same (at saturation the running count
+  // stays at max_running); a miss prices running + 1 decodes in a scratch vector.
+  const int64_t seqs = running_count() + 1;
+  if (seqs != predicted_decode_.seqs || context != predicted_decode_.context) {
+    predicted_decode_.chunks.assign(static_cast<size_t>(seqs), StepChunk{context, 1, true});
+    predicted_decode_ = {seqs, context, cost_->Cost(predicted_decode_.chunks).gpu, std::move(predicted_decode_.chunks)};
+  }
+  return predicted_decode_.cost;
 }
 
 void Engine::Submit(const Request& r, SimTime now) {

@@ -364,6 +364,9 @@ class Engine {
   void End(int32_t slot, RequestStatus status, SimTime now, std::string reason = {});
   void Reject(const Request& r, SimTime now, std::string reason);
   bool DeadlineUnreachable(const Request& r, SimTime now) const;
+  // GPU time of a decode step of everything running plus one more, each `context`
+  // tokens long (DeadlineUnreachable's prediction).
+  Duration PredictedDecodeStep(int64_t context) const;
 
   // The waiting queue. Each time a request enters it, it takes a position: submissions
   // increasing ones at the back, preemptions decreasing ones at the front, so queue
@@ -501,6 +504,14 @@ class Engine {
   int64_t outstanding_tokens_ = 0;
   int64_t importing_ = 0;  // live requests between BeginImport and Finish/AbortImport
   bool token_events_ = false;
+  // PredictedDecodeStep's last answer (a cache of a pure function) and its scratch.
+  struct PredictedDecode {
+    int64_t seqs = -1;
+    int64_t context = -1;
+    Duration cost;
+    std::vector<StepChunk> chunks;
+  };
+  mutable PredictedDecode predicted_decode_;
   EngineStats stats_;
 
   // Prefix cache state.
