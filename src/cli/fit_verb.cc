@@ -189,7 +189,7 @@ void RegisterFitVerb(CLI::App& app, VerbAction& action) {
   AddText(cmd, f.kv_dtype, "--kv-dtype", "KV-cache format, independent of weights (default bf16, or the checkpoint's if wider)");
   AddText(cmd, f.kv_window, "--kv-window", "Tokens each layer keeps per sequence, or none (default none)");
   AddText(cmd, f.context, "--context", "Tokens per sequence (default: the model's max_context)");
-  AddText(cmd, f.concurrency, "--concurrency", "Sequences resident at once (default 1)");
+  AddText(cmd, f.concurrency, "--concurrency", "Sequences resident at once (default 1; with --scenario, its engine.scheduler.max_running, 256 when not stated)");
   AddText(cmd, f.utilization, "--gpu-memory-utilization", "Share of GPU memory the engine may use (default 0.9)");
   AddText(cmd, f.block_tokens, "--block-tokens", "Tokens per KV block (default 16)");
   AddText(cmd, f.max_batched_tokens, "--max-batched-tokens",
