@@ -200,7 +200,8 @@ class Simulation final : public EventHandler {
   // The replica table. AddReplica: a replica of `setup` that becomes ready at
   // at + load_time (its role must be one the fleet had at creation); returns its id.
   // DrainReplica: stop routing to `id` at `at`; it finishes what it holds, then is gone.
-  // REQUIRES: at >= now().
+  // A time before now(), an unknown id, a role the fleet lacks or a negative load time is
+  // an InvalidInput error.
   Expected<int32_t> AddReplica(const ReplicaSetup& setup, SimTime at, Duration load_time);
   Status DrainReplica(int32_t id, SimTime at);
   ReplicaState state(int32_t id) const { return table_[static_cast<size_t>(id)].state; }
@@ -225,10 +226,7 @@ class Simulation final : public EventHandler {
   // The component of type T, or null when the fleet has none.
   template <typename T>
   const T* component() const {
-    for (const auto& c : components_) {
-      if (const auto* t = dynamic_cast<const T*>(c.get())) return t;
-    }
-    return nullptr;
+    return const_cast<Simulation*>(this)->find_component<T>();
   }
   // report.json `replicas` and the components' per-replica fields of `engine` (one
   // entry per replica, in id order); components' own sections into `report`.
