@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/registry.h"
+
 namespace fleetplan {
 
 namespace {
@@ -419,11 +421,7 @@ const std::vector<EvictionPolicyRow>& EvictionPolicies() {
 }
 
 const std::vector<std::string>& EvictionPolicyNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const EvictionPolicyRow& row : EvictionPolicies()) out.emplace_back(row.name);
-    return out;
-  }();
+  static const std::vector<std::string> names = RowNames(EvictionPolicies());
   return names;
 }
 

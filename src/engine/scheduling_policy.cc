@@ -1,5 +1,6 @@
 #include "fleetplan/engine/scheduling_policy.h"
 
+#include "fleetplan/core/registry.h"
 #include "fleetplan/core/error.h"
 
 namespace fleetplan {
@@ -72,11 +73,7 @@ const std::vector<SchedulingPolicyRow>& SchedulingPolicies() {
 }
 
 const std::vector<std::string>& SchedulingPolicyNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const SchedulingPolicyRow& row : SchedulingPolicies()) out.emplace_back(row.name);
-    return out;
-  }();
+  static const std::vector<std::string> names = RowNames(SchedulingPolicies());
   return names;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/registry.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/scenario_schema.h"
 
@@ -301,11 +302,7 @@ const RouterPolicy* FindRouterPolicy(std::string_view name) {
 }
 
 const std::vector<std::string>& RouterNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const RouterPolicy& p : RouterPolicies()) out.emplace_back(p.name);
-    return out;
-  }();
+  static const std::vector<std::string> names = RowNames(RouterPolicies());
   return names;
 }
 

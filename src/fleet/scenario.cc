@@ -57,7 +57,7 @@ Status ReadScheduler(const YamlNode& node, Scenario& s) {
   NoteDefault(node["chunk_tokens"], std::to_string(c.chunk_tokens), s);
   NoteDefault(node["max_decode_stall"], DurationText(c.max_decode_stall), s);
   NoteDefault(node["aging_per_step"], fmt::format("{:g}", c.aging_per_step), s);
-  NoteDefault(node["max_waiting"], "0 (unbounded)", s);
+  NoteDefault(node["max_waiting"], "0", s, "unbounded");
   NoteDefault(node["admission"], admission, s);
   NoteDefault(node["reject_unreachable_deadline"], "true", s);
   return Status::Ok();
@@ -235,7 +235,7 @@ Status ReadRouter(const YamlNode& node, Scenario& s) {
   FP_ASSIGN_OR_RETURN(r.telemetry_delay, node["telemetry_delay"].DurationOr(Duration()));
   FP_ASSIGN_OR_RETURN(r.precise, node["precise"].BoolOr(false));
   NoteDefault(node["policy"], r.policy, s);
-  NoteDefault(node["telemetry_delay"], "0 (the view refreshes at every decision)", s);
+  NoteDefault(node["telemetry_delay"], "0", s, "the view refreshes at every decision");
   NoteDefault(node["precise"], "false", s);
   // Each policy's own section: read by its registry row, an error under another policy.
   const RouterPolicy* chosen = FindRouterPolicy(r.policy);

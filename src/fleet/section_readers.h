@@ -27,10 +27,13 @@ inline Status CheckOptionalMap(const YamlNode& node, const std::vector<std::stri
   return node.CheckKeys(allowed);
 }
 
-// Lists a value the reader filled in: "<key path>: <value> (not given)" in `derived`
-// (report.json `notes`), when `node` is absent.
-inline void NoteDefault(const YamlNode& node, const std::string& value, Scenario& s) {
-  if (!node.present()) s.derived.push_back(fmt::format("{}: {} (not given)", node.path(), value));
+// Lists a value the reader filled in, when `node` is absent, in `derived` (report.json
+// `notes`): "<key path>: <value> (not given)", or "<key path>: <value> (<why>; not
+// given)" when the value needs a word of explanation.
+inline void NoteDefault(const YamlNode& node, const std::string& value, Scenario& s, std::string_view why = {}) {
+  if (node.present()) return;
+  s.derived.push_back(why.empty() ? fmt::format("{}: {} (not given)", node.path(), value)
+                                  : fmt::format("{}: {} ({}; not given)", node.path(), value, why));
 }
 
 inline std::string DurationText(Duration d) { return fmt::format("{:g} ms", d.millis()); }
