@@ -8,7 +8,11 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev libxxhash-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-dev
-  python3
+  python3 python3-dev python3-numpy python3-pytest python3-matplotlib pybind11-dev  # Python module
+  openmpi-bin libopenmpi-dev  # distributed sweeps (optional at build time: FLEETPLAN_MPI)
+  libboost-dev                # HTTP emulator (Boost.Beast / Asio)
+  chromium                    # HTML report tested in a real browser
+  nghttp2-client              # h2load: emulator load tests
 )
 
 missing=()
