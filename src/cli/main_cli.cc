@@ -37,6 +37,7 @@ int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err
   RegisterExpertsVerb(app, action);
   RegisterTraceVerb(app, action);
   RegisterValidateVerb(app, action);
+  RegisterSweepVerb(app, action);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@ struct Entry {
   int line = 0;         // 0-based, as yaml-cpp reports
   int byte_column = 0;  // 0-based byte offset in the line
   const Value* value = nullptr;
+  const State* origin = nullptr;  // the document the key is written in; null: this one
 };
 
 // One parsed value. Immutable once the document is loaded; aliases share values.
@@ -49,6 +51,7 @@ struct Value {
   std::vector<const Value*> items;  // kSequence
   std::vector<Entry> entries;       // kMap, in document order, keys unique
   int64_t weight = 1;               // values in the subtree, counting alias expansions
+  const State* origin = nullptr;    // the document it is written in; null: this one
 };
 
 struct State {
@@ -57,6 +60,8 @@ struct State {
   std::vector<std::size_t> line_starts;  // byte offset of each line
   std::deque<Value> values;              // stable addresses
   const Value* root = nullptr;
+  // Documents whose values this one shares or grafts (WithOverrides): kept alive here.
+  std::vector<std::shared_ptr<const State>> borrowed;
 
   std::string_view Line(int line) const {
     if (line < 0 || static_cast<std::size_t>(line) >= line_starts.size()) return {};
@@ -96,6 +101,14 @@ using yaml_detail::Entry;
 using yaml_detail::State;
 using yaml_detail::Value;
 using Kind = yaml_detail::Value::Kind;
+
+// Where a value or key is written: in its own origin document when it has one.
+SourceLocation LocateValue(const State& doc, const Value& v) {
+  return (v.origin != nullptr ? *v.origin : doc).Locate(v.line, v.byte_column);
+}
+SourceLocation LocateEntry(const State& doc, const Entry& e) {
+  return (e.origin != nullptr ? *e.origin : doc).Locate(e.line, e.byte_column);
+}
 
 // Longest rendering Text() produces for a collection (characters).
 constexpr std::size_t kMaxTextChars = 80;
@@ -474,6 +487,163 @@ Expected<YamlDocument> YamlDocument::LoadString(std::string_view text, std::stri
   return YamlDocument(std::move(state));
 }
 
+namespace {
+
+// One step of an override path: a map key, or a sequence index.
+struct PathStep {
+  std::string key;
+  std::optional<std::size_t> index;
+};
+
+// "a.b[2].c" -> a, b, [2], c. Empty keys, stray brackets and non-numeric indexes fail.
+std::optional<std::vector<PathStep>> ParseOverridePath(std::string_view path) {
+  std::vector<PathStep> steps;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    const std::size_t end = path.find_first_of(".[", i);
+    const std::string_view key = path.substr(i, end == std::string_view::npos ? path.npos : end - i);
+    if (key.empty()) return std::nullopt;
+    steps.push_back(PathStep{std::string(key), std::nullopt});
+    i = end == std::string_view::npos ? path.size() : end;
+    while (i < path.size() && path[i] == '[') {
+      const std::size_t close = path.find(']', i);
+      if (close == std::string_view::npos || close == i + 1) return std::nullopt;
+      std::size_t index = 0;
+      const auto r = std::from_chars(path.data() + i + 1, path.data() + close, index);
+      if (r.ec != std::errc() || r.ptr != path.data() + close) return std::nullopt;
+      steps.push_back(PathStep{"", index});
+      i = close + 1;
+    }
+    if (i < path.size()) {
+      if (path[i] != '.' || i + 1 == path.size()) return std::nullopt;
+      ++i;
+    }
+  }
+  if (steps.empty()) return std::nullopt;
+  return steps;
+}
+
+// Copies `v` into `into`, every value and key marked as written in `origin`.
+const Value* Graft(const Value& v, const State* origin, State& into) {
+  Value& copy = into.values.emplace_back(v);
+  if (copy.origin == nullptr) copy.origin = origin;
+  for (auto& item : copy.items) item = Graft(*item, origin, into);
+  for (auto& e : copy.entries) {
+    if (e.origin == nullptr) e.origin = origin;
+    e.value = Graft(*e.value, origin, into);
+  }
+  return &copy;
+}
+
+int64_t WeightOf(const Value& v) {
+  int64_t w = 1;
+  for (const Value* item : v.items) w += item->weight;
+  for (const Entry& e : v.entries) w += e.value->weight;
+  return w;
+}
+
+}  // namespace
+
+Expected<YamlDocument> YamlDocument::WithOverrides(const YamlDocument& base, const std::vector<YamlOverride>& overrides) {
+  auto state = std::make_shared<State>();
+  state->display_name = base.state_->display_name;
+  state->text = base.state_->text;
+  state->line_starts = base.state_->line_starts;
+  state->borrowed.push_back(base.state_);
+  state->root = base.state_->root;
+  for (const YamlOverride& o : overrides) {
+    const YamlNode& value = o.value;
+    if (value.node_ == nullptr) return value.Error(fmt::format("no value to set at '{}'", o.path));
+    const std::optional<std::vector<PathStep>> steps = ParseOverridePath(o.path);
+    if (!steps) {
+      return value.Error(fmt::format("'{}' is not a key path (expected keys joined by '.', with [index] for "
+                                     "sequence elements, e.g. deployment.pools[0].replicas)",
+                                     o.path));
+    }
+    state->borrowed.push_back(value.doc_);
+    const Value* graft = Graft(*value.node_, value.doc_.get(), *state);
+    // Rebuild the spine from the leaf up: each level is a copy of the old one with one
+    // child replaced (or added), so values outside the path stay shared.
+    std::vector<const Value*> spine;  // spine[i]: the value holding step i (null: absent)
+    const Value* at = state->root;
+    std::string walked;
+    for (const PathStep& step : *steps) {
+      spine.push_back(at);
+      const std::string here = walked.empty() ? "the document root" : "'" + walked + "'";
+      if (step.index) {
+        if (at == nullptr || at->kind != Kind::kSequence) {
+          return value.Error(fmt::format("cannot set '{}': {} is not a sequence", o.path, here));
+        }
+        if (*step.index >= at->items.size()) {
+          return value.Error(fmt::format("cannot set '{}': {} has {} elements", o.path, here, at->items.size()));
+        }
+        at = at->items[*step.index];
+        walked += fmt::format("[{}]", *step.index);
+        continue;
+      }
+      if (at != nullptr && at->kind != Kind::kMap && at->kind != Kind::kNull) {
+        return value.Error(fmt::format("cannot set '{}': {} is {}, not a mapping", o.path, here, Got(*at)));
+      }
+      const Value* next = nullptr;
+      if (at != nullptr) {
+        for (const Entry& e : at->entries) {
+          if (e.key == step.key) next = e.value;
+        }
+      }
+      at = next;
+      walked = walked.empty() ? step.key : walked + "." + step.key;
+    }
+    const Value* child = graft;
+    for (std::size_t i = steps->size(); i-- > 0;) {
+      const PathStep& step = (*steps)[i];
+      Value& level = state->values.emplace_back();
+      if (spine[i] != nullptr && spine[i]->kind != Kind::kNull) {
+        level = *spine[i];
+      } else {  // an absent (or null) map on the way: added, located at the override
+        level.kind = Kind::kMap;
+        level.line = value.node_->line;
+        level.byte_column = value.node_->byte_column;
+        level.origin = graft->origin;
+      }
+      if (step.index) {
+        level.items[*step.index] = child;
+      } else {
+        auto it = std::find_if(level.entries.begin(), level.entries.end(),
+                               [&](const Entry& e) { return e.key == step.key; });
+        if (it != level.entries.end()) {
+          it->value = child;
+        } else {
+          level.entries.push_back(Entry{step.key, graft->line, graft->byte_column, child, graft->origin});
+        }
+      }
+      level.weight = WeightOf(level);
+      child = &level;
+    }
+    state->root = child;
+    if (state->root->weight > kMaxYamlValues) {
+      return value.Error(fmt::format("the document would hold more than {} values", kMaxYamlValues));
+    }
+  }
+  return YamlDocument(std::move(state));
+}
+
+YamlDocument YamlDocument::Scalar(std::string text, const YamlNode& at) {
+  auto state = std::make_shared<State>();
+  state->display_name = at.doc_->display_name;
+  Value& v = state->values.emplace_back();
+  v.kind = Kind::kScalar;
+  v.text = std::move(text);
+  const Value* where = at.node_ != nullptr ? at.node_ : at.parent_;
+  if (where != nullptr) {
+    v.line = where->line;
+    v.byte_column = where->byte_column;
+    v.origin = where->origin != nullptr ? where->origin : at.doc_.get();
+  }
+  state->borrowed.push_back(at.doc_);
+  state->root = &v;
+  return YamlDocument(std::move(state));
+}
+
 YamlNode YamlDocument::root() const { return YamlNode(state_, state_->root, ""); }
 
 const std::string& YamlDocument::display_name() const { return state_->display_name; }
@@ -486,7 +656,7 @@ YamlNode::YamlNode(std::shared_ptr<const State> doc, const Value* node, std::str
 SourceLocation YamlNode::location() const {
   const Value* v = node_ != nullptr ? node_ : parent_;
   if (v == nullptr) return SourceLocation{doc_->display_name, 0, 0, ""};
-  return doc_->Locate(v->line, v->byte_column);
+  return LocateValue(*doc_, *v);
 }
 
 bool YamlNode::IsNull() const { return node_ != nullptr && node_->kind == Kind::kNull; }
@@ -514,7 +684,7 @@ YamlNode YamlNode::operator[](std::string_view key) const {
 }
 
 Status YamlNode::AbsentError() const {
-  const SourceLocation where = doc_->Locate(parent_->line, parent_->byte_column);
+  const SourceLocation where = LocateValue(*doc_, *parent_);
   if (parent_->kind != Kind::kMap && parent_->kind != Kind::kNull) {
     return LocatedError(where, parent_path_, fmt::format("expected a mapping, got {}", Got(*parent_)));
   }
@@ -579,7 +749,7 @@ Status YamlNode::CheckKeys(const std::vector<std::string>& allowed) const {
   if (node_->kind != Kind::kMap) return TypeError("a mapping");
   for (const Entry& e : node_->entries) {
     if (std::find(allowed.begin(), allowed.end(), e.key) != allowed.end()) continue;
-    return LocatedError(doc_->Locate(e.line, e.byte_column), path_,
+    return LocatedError(LocateEntry(*doc_, e), path_,
                         UnknownNameMessage("field", e.key, allowed));
   }
   return Status::Ok();

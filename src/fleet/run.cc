@@ -62,7 +62,8 @@ class RunSink final : public EngineObserver, public FleetObserver {
     return Status::Ok();
   }
   void SetTimeline(TimelineWriter* t) { timeline_ = t; }
-  void SetSimulation(const Simulation* sim) { sim_ = sim; }
+  void SetSimulation(Simulation* sim) { sim_ = sim; }
+  void SetStopWhen(const std::function<bool(const RequestRecord&)>* stop_when) { stop_when_ = stop_when; }
 
   void OnRequestDone(const RequestOutcome& o) override {
     RequestRecord r = ToRecord(o);
@@ -72,6 +73,9 @@ class RunSink final : public EngineObserver, public FleetObserver {
       r.queue_age_at_assignment = route->queue_age;
     }
     builder_->Add(r);
+    if (stop_when_ != nullptr && *stop_when_ && (*stop_when_)(r) && sim_ != nullptr) {
+      sim_->RequestStop();
+    }
     if (records_.is_open()) {
       AppendRecordJsonl(r, source_->names(), &buffer_);
       if (buffer_.size() >= kRecordFlushBytes) Flush();
@@ -107,7 +111,8 @@ class RunSink final : public EngineObserver, public FleetObserver {
   std::string records_path_;
   std::string buffer_;
   TimelineWriter* timeline_ = nullptr;
-  const Simulation* sim_ = nullptr;
+  Simulation* sim_ = nullptr;
+  const std::function<bool(const RequestRecord&)>* stop_when_ = nullptr;
 };
 
 Json MemoryJson(const FleetPlan& plan) {
@@ -321,6 +326,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
 
   FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(plan.Setup(), &sink));
   sink.SetSimulation(sim.get());
+  sink.SetStopWhen(&opt.stop_when);
   if (timeline) {
     sim->SetFleetObserver(&sink);
     if (plan.pools.size() > 1) {
@@ -360,6 +366,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   j["engine"] = EngineJson(fleet, plan.cuda_graphs.enabled());
   j["replicas"] = sim->ReplicaReportJson(span, &j["engine"]["replicas"]);
   sim->AddComponentReports(span, j);
+  if (sim->stop_requested()) j["stopped_early"] = true;
   j["simulation"] = {{"events", sim->events()},
                      {"requests", sim->requests_done()},
                      {"first_arrival_s", sim->first_arrival().seconds()},
@@ -383,6 +390,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   result.requests = sim->requests_done();
   result.events = sim->events();
   result.simulated_end = sim->end_time();
+  result.stopped_early = sim->stop_requested();
   return result;
 }
 

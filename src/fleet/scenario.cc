@@ -320,6 +320,10 @@ Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_n
   return ReadScenario(std::make_shared<const YamlDocument>(std::move(doc)), std::move(dir), DigestOf(text));
 }
 
+Expected<Scenario> LoadScenarioDocument(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest) {
+  return ReadScenario(std::move(doc), std::move(dir), std::move(digest));
+}
+
 Expected<Scenario> LoadScenario(const std::string& path) {
   FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   const std::string dir = std::filesystem::path(path).parent_path().string();

@@ -553,7 +553,7 @@ Status Simulation::Start(RequestSource* source, const ProgressFn& progress) {
 }
 
 Status Simulation::HandleEvents(SimTime until) {
-  while (!queue_.empty() && queue_.top().time <= until) {
+  while (!stop_requested_ && !queue_.empty() && queue_.top().time <= until) {
     const Event e = queue_.Pop();
     if (e.passive && Drained()) continue;
     now_ = e.time;
@@ -576,6 +576,7 @@ Status Simulation::Finish() {
   if (!started_) return InternalError("Finish before Start");
   FP_RETURN_IF_ERROR(HandleEvents(SimTime::Max()));
   source_ = nullptr;
+  if (stop_requested_) return Status::Ok();  // stopped early: requests may still be live
   return CheckEnd();
 }
 

@@ -56,6 +56,7 @@ struct State;  // the document: source text, lines, values
 }  // namespace yaml_detail
 
 class YamlNode;
+struct YamlOverride;
 
 class YamlDocument {
  public:
@@ -64,6 +65,18 @@ class YamlDocument {
   static Expected<YamlDocument> LoadFile(const std::string& path);
   // `display_name` is the file name used in locations (e.g. "scenario.yaml").
   static Expected<YamlDocument> LoadString(std::string_view text, std::string display_name);
+
+  // A document equal to `base` but for `overrides`, applied in order: the value at each
+  // path ("a.b", "a.b[2].c", the syntax of YamlNode::path) becomes the override's value,
+  // which stays located where it is written in its own document — so an error about an
+  // overridden value points at the override. A map key absent on the way is added (with
+  // any absent map above it); an index must exist. Errors (InvalidInput, located at the
+  // override's value): a malformed path, a key below a scalar or sequence, an index below
+  // a map or out of range.
+  static Expected<YamlDocument> WithOverrides(const YamlDocument& base, const std::vector<YamlOverride>& overrides);
+  // A document of one plain scalar `text`, located where `at` is written: for values a
+  // program derives from an input (the points of a range, a searched rate).
+  static YamlDocument Scalar(std::string text, const YamlNode& at);
 
   YamlNode root() const;
   const std::string& display_name() const;
@@ -143,6 +156,7 @@ class YamlNode {
 
  private:
   friend class YamlDocument;
+  friend struct YamlOverride;
   YamlNode(std::shared_ptr<const yaml_detail::State> doc, const yaml_detail::Value* node,
            std::string path);
 
@@ -159,6 +173,12 @@ class YamlNode {
   const yaml_detail::Value* parent_ = nullptr;
   std::string parent_path_;
   std::string missing_key_;
+};
+
+// One replacement of YamlDocument::WithOverrides.
+struct YamlOverride {
+  std::string path;
+  YamlNode value;
 };
 
 }  // namespace fleetplan

@@ -14,6 +14,7 @@
 // Thread model: single-threaded; no process globals (several runs may share a process).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ struct RunOptions {
   // first violation fails the run (property tests; costs O(fleet state) per event).
   bool check_invariants_every_event = false;
   ProgressFn progress;                  // called during long runs (stderr progress line)
+  // Ends the run early: called with each request's record as the request ends; when it
+  // returns true the simulation stops there (RunResult::stopped_early). The report then
+  // covers the requests ended so far; the others are left where they are. A search uses
+  // it to end a probe whose verdict can no longer change.
+  std::function<bool(const RequestRecord&)> stop_when;
 };
 
 // One replica at the end of a run.
@@ -70,6 +76,7 @@ struct RunResult {
   int64_t requests = 0;
   uint64_t events = 0;
   SimTime simulated_end;
+  bool stopped_early = false;  // stop_when ended the run
 };
 
 Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& options);

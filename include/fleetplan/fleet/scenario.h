@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,6 +114,9 @@ Expected<Scenario> LoadScenario(const std::string& path);
 Expected<std::vector<TimedInvalidation>> ResolveInvalidations(const std::vector<InvalidationEventSpec>& events,
                                                              const WorkloadNames& names);
 Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir);
+// A scenario from a loaded document (e.g. one with overrides: core/yaml.h WithOverrides);
+// `digest` is its identity (for a file: the sha256 of its bytes).
+Expected<Scenario> LoadScenarioDocument(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest);
 
 // The built-in Atlas scenario: the reference example of the format, run by
 // `fleetplan simulate` with no arguments and printed by `--print-scenario`.

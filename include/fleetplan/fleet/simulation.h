@@ -193,6 +193,10 @@ class Simulation final : public EventHandler {
   void Cancel(RequestId id, SimTime at);
   Status RunUntil(SimTime t);
   Status Finish();
+  // Stops the run after the event being handled: RunUntil and Finish return at once
+  // (Finish without its end checks: requests may still be live). For early stops.
+  void RequestStop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
   SimTime now() const { return now_; }
   // When the next event is due (nullopt: nothing scheduled).
   std::optional<SimTime> next_event() const;
@@ -369,6 +373,7 @@ class Simulation final : public EventHandler {
   EventQueue queue_;
   RequestSource* source_ = nullptr;
   ProgressFn progress_;
+  bool stop_requested_ = false;
   uint64_t handled_ = 0;
   bool started_ = false;
   // Source requests announced but not arrived (one for an open-loop source), and their

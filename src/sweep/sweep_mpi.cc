@@ -1,0 +1,171 @@
+// Points across MPI ranks (sweep.h). Built with Open MPI when FLEETPLAN_HAVE_MPI is set
+// (CMake option FLEETPLAN_MPI); otherwise these entry points report that MPI is absent.
+//
+// Protocol (tags below): every rank > 0 sends kAsk with the row of the point it just ran
+// (empty the first time) and receives kTask with the next index, or kStop. Rank 0 answers
+// from the main thread (the only thread that calls MPI: MPI_THREAD_FUNNELED) and runs
+// points on a thread of its own from the same queue, so n ranks run n points at once.
+#include "fleetplan/sweep/sweep.h"
+
+#include <fmt/format.h>
+
+#ifdef FLEETPLAN_HAVE_MPI
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "fleetplan/sweep/point.h"
+#endif
+
+namespace fleetplan {
+
+#ifdef FLEETPLAN_HAVE_MPI
+namespace {
+
+constexpr int kAsk = 1;
+constexpr int kTask = 2;
+constexpr int kStop = 3;
+
+// The queue of indices (positions into `indices`) shared by rank 0's thread and the ranks.
+class Queue {
+ public:
+  explicit Queue(size_t n) : n_(n) {}
+  std::optional<size_t> Next() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_ >= n_) return std::nullopt;
+    return next_++;
+  }
+
+ private:
+  std::mutex mu_;
+  size_t n_;
+  size_t next_ = 0;
+};
+
+void Worker(const SweepSpec& spec, const std::vector<int64_t>& run) {
+  std::string row;
+  while (true) {
+    MPI_Send(row.data(), static_cast<int>(row.size()), MPI_CHAR, 0, kAsk, MPI_COMM_WORLD);
+    int64_t index = -1;
+    MPI_Status status;
+    MPI_Recv(&index, 1, MPI_INT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+    if (status.MPI_TAG == kStop) return;
+    auto text = CanonicalJson(RunPoint(spec, PointAt(spec, run[static_cast<size_t>(index)])));
+    row = text.ok() ? *text : std::string();
+    if (!text.ok()) {
+      Json failed = {{"index", run[static_cast<size_t>(index)]}, {"status", "failed"}, {"reason", text.status().message()}};
+      row = failed.dump();
+    }
+  }
+}
+
+}  // namespace
+
+bool SweepMpiAvailable() { return true; }
+
+Status MpiInit(int* argc, char*** argv) {
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    return InternalError("MPI_Init_thread failed");
+  }
+  if (provided < MPI_THREAD_FUNNELED) return InternalError("this MPI library cannot run a worker thread on rank 0");
+  return Status::Ok();
+}
+
+void MpiFinalize() { MPI_Finalize(); }
+
+int MpiRank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& spec, const std::vector<int64_t>& indices,
+                                                             const PointDoneFn& on_done) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int rank = MpiRank();
+  // Rank 0 validates every point first; the others learn which to run from it.
+  std::vector<Json> rows(indices.size());
+  std::vector<int64_t> run;  // indices of valid points, broadcast to every rank
+  if (rank == 0) {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      std::optional<Json> invalid = CheckPoint(spec, PointAt(spec, indices[i]));
+      if (invalid) {
+        rows[i] = std::move(*invalid);
+      } else {
+        run.push_back(indices[i]);
+      }
+    }
+  }
+  int64_t n = static_cast<int64_t>(run.size());
+  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  run.resize(static_cast<size_t>(n));
+  MPI_Bcast(run.data(), static_cast<int>(n), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  if (rank != 0) {
+    Worker(spec, run);
+    return std::optional<std::vector<Json>>();
+  }
+
+  std::map<int64_t, size_t> position;  // point index -> position in `rows`
+  for (size_t i = 0; i < indices.size(); ++i) position[indices[i]] = i;
+  std::mutex rows_mu;
+  std::atomic<int64_t> done{static_cast<int64_t>(indices.size() - run.size())}, failed{0};
+  auto store = [&](Json row) {
+    const bool bad = row.value("status", "failed") != "ok";
+    const int64_t index = row["index"].get<int64_t>();
+    std::lock_guard<std::mutex> lock(rows_mu);
+    rows[position.at(index)] = std::move(row);
+    const int64_t d = ++done;
+    const int64_t f = bad ? ++failed : failed.load();
+    if (on_done) on_done(d, f);
+  };
+  if (on_done) on_done(done, failed);
+  Queue queue(run.size());
+  std::thread local([&] {
+    while (auto k = queue.Next()) store(RunPoint(spec, PointAt(spec, run[*k])));
+  });
+  int stopped = 0;
+  while (stopped < size - 1) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAsk, MPI_COMM_WORLD, &flag, &status);
+    if (!flag) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_CHAR, &bytes);
+    std::string text(static_cast<size_t>(bytes), '\0');
+    MPI_Recv(text.data(), bytes, MPI_CHAR, status.MPI_SOURCE, kAsk, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (!text.empty()) store(Json::parse(text));
+    if (auto k = queue.Next()) {
+      int64_t index = static_cast<int64_t>(*k);
+      MPI_Send(&index, 1, MPI_INT64_T, status.MPI_SOURCE, kTask, MPI_COMM_WORLD);
+    } else {
+      int64_t none = -1;
+      MPI_Send(&none, 1, MPI_INT64_T, status.MPI_SOURCE, kStop, MPI_COMM_WORLD);
+      ++stopped;
+    }
+  }
+  local.join();
+  return std::optional<std::vector<Json>>(std::move(rows));
+}
+
+#else
+
+bool SweepMpiAvailable() { return false; }
+Status MpiInit(int*, char***) { return UsageError("this fleetplan was built without Open MPI (FLEETPLAN_MPI=OFF)"); }
+void MpiFinalize() {}
+int MpiRank() { return 0; }
+Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec&, const std::vector<int64_t>&,
+                                                             const PointDoneFn&) {
+  return UsageError("--mpi: this fleetplan was built without Open MPI (install libopenmpi-dev and rebuild with FLEETPLAN_MPI=ON)");
+}
+
+#endif
+
+}  // namespace fleetplan

@@ -1,0 +1,392 @@
+// The sweep layer: specs, points, search, summaries, threads and shards.
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fleetplan/core/json.h"
+#include "fleetplan/sweep/point.h"
+#include "fleetplan/sweep/search.h"
+#include "fleetplan/sweep/spec.h"
+#include "fleetplan/sweep/summary.h"
+#include "fleetplan/sweep/sweep.h"
+
+namespace fleetplan {
+namespace {
+
+// A small fleet that simulates in milliseconds: 8B model, affine steps, 15 s of traffic.
+constexpr std::string_view kBase = R"(version: 1
+name: small
+seed: 5
+model: {name: llama-3.1-8b, max_context: 8192}
+hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}
+deployment: {replicas: 2, tp: 1, gpu_memory_utilization: 0.5}
+engine:
+  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 32}
+  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: 0.2ms}}
+router: {policy: round-robin}
+workload:
+  duration: 15s
+  arrival: {process: poisson, rate: 6/s}
+  classes:
+    interactive:
+      share: 0.8
+      prompt: [{segment: unique, tokens: {uniform: [200, 800]}}]
+      output_tokens: {uniform: [20, 60]}
+    batch:
+      share: 0.2
+      prompt: [{segment: unique, tokens: 2000}]
+      output_tokens: {uniform: [50, 100]}
+slo:
+  interactive: {ttft: 300ms}
+  batch: {e2e: 10s}
+)";
+
+void Write(const std::string& path, std::string_view text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+Expected<SweepSpec> Spec(std::string_view text) {
+  Write("small.yaml", kBase);
+  Write("spec.yaml", text);
+  return LoadSweepSpec("spec.yaml");
+}
+
+std::string Canonical(const Json& j) {
+  auto text = CanonicalJson(j);
+  EXPECT_TRUE(text.ok());
+  return text.ok() ? *text : "";
+}
+
+Json RunAll(const SweepSpec& spec, int jobs) {
+  auto sweep = SummarizeSweep(spec.Describe(), RunSweepPoints(spec, ShardIndices(spec, Shard{}), jobs));
+  EXPECT_TRUE(sweep.ok()) << sweep.status().message();
+  return sweep.ok() ? *sweep : Json();
+}
+
+TEST(SweepSpec, ReadsAxesRangesSeedsAndIndexesPointsFirstAxisSlowest) {
+  auto spec = Spec(R"(version: 1
+base: small.yaml
+overrides: {workload.duration: 5s}
+axes:
+  deployment.replicas: [1, 2]
+  workload.arrival.rate: {from: 2/s, to: 6/s, step: 2/s}
+seeds: [1, 2]
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->configurations(), 6);
+  EXPECT_EQ(spec->points(), 12);
+  ASSERT_EQ(spec->axes[1].values.size(), 3u);
+  EXPECT_EQ(spec->axes[1].values[2].Text(), "6/s");
+  const PointTask p = PointAt(*spec, 7);  // configuration 3 = (replicas 2, rate 2/s), seed 2
+  EXPECT_EQ(p.configuration, 3);
+  EXPECT_EQ(p.seed, 2u);
+  EXPECT_EQ(p.axis_values, (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(spec->targets_source, "not given: 0.99 for every SLO class");
+}
+
+TEST(SweepSpec, AnUnknownKeyPathIsLocatedWithDidYouMean) {
+  auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replica: [1, 2]\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(spec.status().message().find("spec.yaml:4:"), std::string::npos) << spec.status().message();
+  EXPECT_NE(spec.status().message().find("did you mean 'deployment.replicas'?"), std::string::npos)
+      << spec.status().message();
+  auto over = Spec("version: 1\nbase: small.yaml\noverrides: {engine.schedular.policy: decode-first}\n");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("did you mean 'engine.scheduler.policy'?"), std::string::npos)
+      << over.status().message();
+}
+
+TEST(SweepSpec, RejectsWhatCannotBeASweep) {
+  for (const char* text : {
+           "base: small.yaml\n",                                                          // no version
+           "version: 2\nbase: small.yaml\n",                                              // future version
+           "version: 1\nbase: missing.yaml\n",                                            // no base file
+           "version: 1\nbase: small.yaml\naxes: {deployment.replicas: []}\n",             // empty axis
+           "version: 1\nbase: small.yaml\naxes: {deployment.replicas: {from: 4, to: 1, step: 1}}\n",
+           "version: 1\nbase: small.yaml\nseeds: [1, 1]\n",                               // repeated seed
+           "version: 1\nbase: small.yaml\ntargets: {interactiv: 0.9}\n",                  // unknown class
+           "version: 1\nbase: small.yaml\naxes: {workload.arrival.rate: [1/s]}\n"
+           "search: {max_rate: {axis: workload.arrival.rate, low: 1/s, high: 8/s, attainment: {batch: 0.9}}}\n",
+           "version: 1\nbase: small.yaml\nsearch: {max_rate: {axis: workload.arrival.rate, low: 8/s, high: 1/s, "
+           "attainment: {batch: 0.9}}}\n",
+           "version: 1\nbase: small.yaml\nprice: {gpu_hour: -1}\n",
+           "version: 1\nbase: small.yaml\nbogus: 1\n",
+       }) {
+    auto spec = Spec(text);
+    ASSERT_FALSE(spec.ok()) << text;
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput) << text;
+    EXPECT_NE(spec.status().message().find("spec.yaml:"), std::string::npos) << spec.status().message();
+  }
+}
+
+TEST(SweepPoints, AnInvalidPointIsARowWithItsLocatedReasonAndTheOthersRun) {
+  auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [2, 0]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const Json sweep = RunAll(*spec, 2);
+  ASSERT_EQ(sweep["points"].size(), 2u);
+  EXPECT_EQ(sweep["points"][0]["status"], "ok");
+  EXPECT_EQ(sweep["points"][1]["status"], "invalid");
+  const std::string reason = sweep["points"][1]["reason"];
+  EXPECT_NE(reason.find("spec.yaml:4:"), std::string::npos) << reason;  // where the 0 is written
+  EXPECT_NE(reason.find("deployment.replicas"), std::string::npos) << reason;
+  EXPECT_EQ(sweep["counts"]["invalid"], 1);
+  EXPECT_EQ(sweep["configurations"][1]["status"], "invalid");
+}
+
+TEST(SweepPoints, APointThatFailsWhileSimulatingIsAFailedRowAndTheSweepGoesOn) {
+  const std::string header =
+      R"({"classes":["chat"],"format":"fleetplan-trace","source":{"written_by":"hand"},"version":1})" "\n";
+  const std::string row1 = R"({"arrival_ns":0,"class":"chat","id":0,"output_tokens":5,"prompt":[[11,100]]})" "\n";
+  const std::string row2 = R"({"arrival_ns":1000000,"class":"chat","id":1,"output_tokens":5,"prompt":[[12,100]]})" "\n";
+  const std::string bad = R"({"arrival_ns":2000000,"class":"chat","id":2,"output_tokens":"x","prompt":[[13,100]]})" "\n";
+  Write("good.jsonl", header + row1 + row2);
+  Write("bad.jsonl", header + row1 + row2 + bad);
+  std::string base(kBase);
+  base = base.substr(0, base.find("workload:")) + "workload:\n  trace: {file: good.jsonl, format: fleetplan}\nslo:\n  chat: {ttft: 1s}\n";
+  Write("small.yaml", base);
+  Write("spec.yaml", "version: 1\nbase: small.yaml\naxes: {workload.trace.file: [good.jsonl, bad.jsonl]}\n");
+  auto spec = LoadSweepSpec("spec.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const Json sweep = RunAll(*spec, 1);
+  EXPECT_EQ(sweep["points"][0]["status"], "ok") << sweep["points"][0]["reason"];
+  EXPECT_EQ(sweep["points"][1]["status"], "failed");
+  EXPECT_NE(sweep["points"][1]["reason"].get<std::string>().find("bad.jsonl:4"), std::string::npos)
+      << sweep["points"][1]["reason"];
+  EXPECT_EQ(sweep["counts"]["failed"], 1);
+}
+
+TEST(SweepPoints, OutputBytesAreTheSameForAnyNumberOfThreads) {
+  auto spec = Spec(R"(version: 1
+base: small.yaml
+axes:
+  deployment.replicas: [1, 2, 3]
+  router.policy: [round-robin, least-outstanding]
+seeds: [1, 2]
+price: {gpu_hour: 2.5}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const std::string one = Canonical(RunAll(*spec, 1));
+  EXPECT_EQ(Canonical(RunAll(*spec, 3)), one);
+  EXPECT_EQ(Canonical(RunAll(*spec, 8)), one);
+  const Json sweep = Json::parse(one);
+  ASSERT_EQ(sweep["points"].size(), 12u);
+  for (const Json& p : sweep["points"]) {
+    ASSERT_EQ(p["status"], "ok") << p["reason"];
+    EXPECT_DOUBLE_EQ(p["fleet"]["cost_per_hour"].get<double>(), 2.5 * p["gpus"].get<double>());
+    EXPECT_GT(p["classes"]["interactive"]["ttft_p99_ms"].get<double>(), 0);
+  }
+  // Two seeds: every figure has a mean and an interval.
+  EXPECT_EQ(sweep["configurations"][0]["figures"]["fleet.goodput_rps"]["n"], 2);
+  EXPECT_TRUE(sweep["configurations"][0]["figures"]["fleet.goodput_rps"]["ci95"].is_array());
+}
+
+TEST(SweepShards, MergedShardsAreByteIdenticalToOneRun) {
+  auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [1, 2, 3, 4]\nseeds: [3]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const std::string whole = Canonical(RunAll(*spec, 2));
+  std::vector<Json> partials;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < 3; ++i) {
+    const Shard shard{i, 3};
+    partials.push_back(PartialJson(*spec, shard, RunSweepPoints(*spec, ShardIndices(*spec, shard), 1)));
+    names.push_back("s" + std::to_string(i));
+  }
+  // In any order.
+  std::swap(partials[0], partials[2]);
+  std::swap(names[0], names[2]);
+  auto merged = MergePartials(partials, names);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(Canonical(*merged), whole);
+
+  auto missing = MergePartials({partials[0], partials[2]}, {names[0], names[2]});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing shard 1/3"), std::string::npos) << missing.status().message();
+  auto twice = MergePartials({partials[0], partials[0], partials[1]}, {"a", "b", "c"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("given twice"), std::string::npos) << twice.status().message();
+  Json other = partials[1];
+  other["spec"]["digest"] = "sha256:other";
+  auto mixed = MergePartials({partials[0], other, partials[2]}, {"a", "b", "c"});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("another sweep spec"), std::string::npos) << mixed.status().message();
+}
+
+TEST(SweepShards, ParseShardAcceptsOnlyIOfN) {
+  EXPECT_TRUE(ParseShard("0/1").ok());
+  EXPECT_EQ(ParseShard("2/3")->index, 2);
+  for (const char* bad : {"3/3", "-1/2", "1", "a/b", "1/0", "1/2x", ""}) {
+    EXPECT_EQ(ParseShard(bad).status().code(), StatusCode::kUsage) << bad;
+  }
+}
+
+// A synthetic attainment curve: attainment(rate) for one class.
+ProbeFn Curve(std::function<double(double)> attainment, double target, int* probes) {
+  return [=](double rate) -> Expected<RateProbe> {
+    ++*probes;
+    RateProbe p;
+    p.rate = rate;
+    p.attainment = {{"interactive", attainment(rate)}};
+    p.passed = attainment(rate) >= target;
+    return p;
+  };
+}
+
+MaxRateSearch SearchOf(double low, double high, double resolution) {
+  MaxRateSearch s;
+  s.axis = "workload.arrival.rate";
+  s.low = Rate{low};
+  s.high = Rate{high};
+  s.resolution = resolution;
+  s.attainment = {{"interactive", 0.99}};
+  return s;
+}
+
+TEST(MaxRateSearch, BisectsToTheResolutionInAboutLog2Probes) {
+  int probes = 0;
+  auto r = SearchMaxRate(SearchOf(0.5, 64, 0.02), Curve([](double x) { return x <= 11.3 ? 1.0 : 0.5; }, 0.99, &probes));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, "found");
+  ASSERT_TRUE(r->max_rate && r->lowest_failing);
+  EXPECT_LE(*r->max_rate, 11.3);
+  EXPECT_GT(*r->lowest_failing, 11.3);
+  EXPECT_LE(*r->lowest_failing / *r->max_rate, 1.02 + 1e-9);
+  EXPECT_EQ(probes, 8);  // ceil(log2(ln 128 / ln 1.02))
+  EXPECT_TRUE(r->monotone);
+}
+
+TEST(MaxRateSearch, ReportsBelowLowAndAboveHigh) {
+  int probes = 0;
+  auto low = SearchMaxRate(SearchOf(1, 8, 0.05), Curve([](double) { return 0.0; }, 0.99, &probes));
+  ASSERT_TRUE(low.ok());
+  EXPECT_EQ(low->status, "below-low");
+  EXPECT_FALSE(low->max_rate);
+  EXPECT_DOUBLE_EQ(*low->lowest_failing, 1.0);
+  auto high = SearchMaxRate(SearchOf(1, 8, 0.05), Curve([](double) { return 1.0; }, 0.99, &probes));
+  ASSERT_TRUE(high.ok());
+  EXPECT_EQ(high->status, "above-high");
+  EXPECT_DOUBLE_EQ(*high->max_rate, 8.0);
+}
+
+TEST(MaxRateSearch, SaysWhenTheAttainmentCurveIsNotMonotone) {
+  int probes = 0;
+  // Attainment dips between 1.5/s and 3/s and is higher again above: the bisection probes
+  // 4/s (0.95) before 2/s (0.90), and the curve says so.
+  auto r = SearchMaxRate(SearchOf(1, 16, 0.05), Curve([](double x) {
+                           if (x < 1.5) return 1.0;
+                           if (x < 3) return 0.90;
+                           return 0.95;
+                         }, 0.99, &probes));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->monotone);
+  const Json j = MaxRateJson(*r);
+  EXPECT_EQ(j["monotone"], false);
+  EXPECT_EQ(j["probes"].size(), r->probes.size());
+}
+
+TEST(MaxRateSearch, FindsTheRateOfARealFleetAndStopsHopelessProbesEarly) {
+  auto spec = Spec(R"(version: 1
+base: small.yaml
+axes: {deployment.replicas: [1]}
+search:
+  max_rate: {axis: workload.arrival.rate, low: 1/s, high: 64/s, attainment: {interactive: 0.95}, resolution: 5%}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const Json row = RunPoint(*spec, PointAt(*spec, 0));
+  ASSERT_EQ(row["status"], "ok") << row["reason"];
+  const Json& m = row["max_rate"];
+  EXPECT_EQ(m["status"], "found") << m.dump();
+  const double found = m["rate_per_s"].get<double>();
+  EXPECT_GT(found, 1.0);
+  EXPECT_LT(found, 64.0);
+  EXPECT_LE(m["bracket"][1].get<double>() / found, 1.05 + 1e-6);
+  bool some_stopped = false;
+  for (const Json& p : m["probes"]) {
+    if (!p["complete"].get<bool>()) {
+      some_stopped = true;
+      EXPECT_FALSE(p["passed"].get<bool>());
+      EXPECT_LT(p["attainment"]["interactive"].get<double>(), 0.95);  // the bound that stopped it
+    }
+  }
+  EXPECT_TRUE(some_stopped) << m.dump();
+  // The reported rate is a probe that passed; the bracket's top is one that failed.
+  int passed_at_rate = 0, failed_at_top = 0;
+  for (const Json& p : m["probes"]) {
+    if (p["rate_per_s"] == m["rate_per_s"] && p["passed"].get<bool>()) ++passed_at_rate;
+    if (p["rate_per_s"] == m["bracket"][1] && !p["passed"].get<bool>()) ++failed_at_top;
+  }
+  EXPECT_EQ(passed_at_rate, 1);
+  EXPECT_EQ(failed_at_top, 1);
+}
+
+Json Row(int64_t index, double goodput_per_gpu, double attainment, int64_t gpus) {
+  return {{"index", index},
+          {"configuration", index / 2},
+          {"values", {{"deployment.replicas", index / 2}}},
+          {"seed", index % 2},
+          {"status", "ok"},
+          {"reason", ""},
+          {"gpus", gpus},
+          {"classes", {{"interactive", {{"attainment", attainment}, {"ttft_p99_ms", 100.0 * static_cast<double>(10 - index / 2)}}}}},
+          {"fleet", {{"goodput_per_gpu", goodput_per_gpu}, {"goodput_rps", goodput_per_gpu * static_cast<double>(gpus)}}}};
+}
+
+Json DescribeTwoSeeds(int64_t configurations) {
+  return {{"name", "t"},
+          {"seeds", {1, 2}},
+          {"points", configurations * 2},
+          {"configurations", configurations},
+          {"axes", Json::array({{{"path", "deployment.replicas"}, {"values", {0, 1, 2}}}})},
+          {"targets", {{"interactive", 0.9}}},
+          {"target_order", {"interactive"}},
+          {"targets_source", "targets"}};
+}
+
+TEST(SweepSummary, ACallCloserThanTheIntervalIsATie) {
+  // Configuration 0: 1.0 and 1.2 per GPU; configuration 1: 1.1 and 1.3 — intervals overlap.
+  auto tie = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.2, 0.99, 2), Row(2, 1.1, 0.99, 2),
+                                                  Row(3, 1.3, 0.99, 2)});
+  ASSERT_TRUE(tie.ok()) << tie.status().message();
+  EXPECT_EQ((*tie)["best"]["goodput_per_gpu"]["verdict"], "tie");
+  EXPECT_EQ((*tie)["best"]["goodput_per_gpu"]["tied_with"], Json::array({0}));
+  // Tight intervals far apart: a winner, chosen on the lower bound.
+  auto win = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.01, 0.99, 2), Row(2, 2.0, 0.99, 2),
+                                                  Row(3, 2.01, 0.99, 2)});
+  ASSERT_TRUE(win.ok());
+  EXPECT_EQ((*win)["best"]["goodput_per_gpu"]["verdict"], "winner");
+  EXPECT_EQ((*win)["best"]["goodput_per_gpu"]["configuration"], 1);
+}
+
+TEST(SweepSummary, MeetingTheTargetIsJudgedOnTheLowerBound) {
+  // Mean attainment 0.91 over two seeds (0.85, 0.97): its interval reaches below 0.9.
+  auto s = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 5.0, 0.85, 2), Row(1, 5.0, 0.97, 2), Row(2, 1.0, 0.95, 4),
+                                                Row(3, 1.0, 0.95, 4)});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)["configurations"][0]["meets_slo"], false);
+  EXPECT_EQ((*s)["configurations"][1]["meets_slo"], true);
+  EXPECT_EQ((*s)["best"]["goodput_per_gpu"]["configuration"], 1);
+  EXPECT_EQ((*s)["best"]["fewest_gpus"]["configuration"], 1);
+  // Pareto: configuration 0 has more goodput per GPU, 1 a lower TTFT: both on the front.
+  EXPECT_EQ((*s)["pareto"]["front"].size(), 2u);
+}
+
+TEST(SweepSummary, StudentTAndIntervals) {
+  EXPECT_DOUBLE_EQ(StudentT95(1), 12.706);
+  EXPECT_DOUBLE_EQ(StudentT95(2), 4.303);
+  EXPECT_DOUBLE_EQ(StudentT95(1000), 1.980);
+  const Json m = MeanInterval({1.0, 2.0, 3.0});
+  EXPECT_DOUBLE_EQ(m["mean"].get<double>(), 2.0);
+  EXPECT_NEAR(m["ci95"][0].get<double>(), 2.0 - 4.303 / std::sqrt(3.0), 1e-9);
+  EXPECT_TRUE(MeanInterval({4.0})["ci95"].is_null());
+}
+
+TEST(SweepSummary, MissingOrRepeatedRowsAreRefused) {
+  auto s = SummarizeSweep(DescribeTwoSeeds(1), {Row(0, 1.0, 0.99, 2), Row(0, 1.0, 0.99, 2)});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("point 1"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace fleetplan
