@@ -44,6 +44,26 @@ axes:
 seeds: [1, 2]
 )";
 
+// Every test works in a folder of its own under the test's scratch directory, so the
+// relative paths a user would type (base: small.yaml, --out o1) stay inside it.
+class InScratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = std::filesystem::current_path();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) / (std::string(info->test_suite_name()) + "." + info->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::current_path(dir);
+  }
+  void TearDown() override { std::filesystem::current_path(home_); }
+
+ private:
+  std::filesystem::path home_;
+};
+class SweepVerb : public InScratch {};
+
 void Write(const std::string& path, std::string_view text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::string Read(const std::string& path) {
@@ -58,7 +78,7 @@ void WriteInputs() {
   Write("spec.yaml", kSpec);
 }
 
-TEST(SweepVerb, WritesSweepJsonAndCsvAndPrintsTheTable) {
+TEST_F(SweepVerb, WritesSweepJsonAndCsvAndPrintsTheTable) {
   WriteInputs();
   auto r = RunFleetplan({"sweep", "spec.yaml", "--out", "o1", "--jobs", "2", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -77,7 +97,7 @@ TEST(SweepVerb, WritesSweepJsonAndCsvAndPrintsTheTable) {
   EXPECT_EQ(j.out, Read("o1/sweep.json"));
 }
 
-TEST(SweepVerb, ShardsMergeIntoTheSameBytesAndMergeRefusesAMissingShard) {
+TEST_F(SweepVerb, ShardsMergeIntoTheSameBytesAndMergeRefusesAMissingShard) {
   WriteInputs();
   ASSERT_EQ(RunFleetplan({"sweep", "spec.yaml", "--out", "whole", "--quiet", "--jobs", "1"}).code, 0);
   for (const char* s : {"0/3", "1/3", "2/3"}) {
@@ -100,7 +120,7 @@ TEST(SweepVerb, ShardsMergeIntoTheSameBytesAndMergeRefusesAMissingShard) {
   EXPECT_NE(mixed.err.find("another sweep spec"), std::string::npos) << mixed.err;
 }
 
-TEST(SweepVerb, ExitCodes) {
+TEST_F(SweepVerb, ExitCodes) {
   WriteInputs();
   auto usage = RunFleetplan({"sweep"});
   EXPECT_EQ(usage.code, 2) << usage.err;
@@ -125,7 +145,7 @@ TEST(SweepVerb, ExitCodes) {
 }
 
 // Runs the real binary under mpirun and compares bytes with --jobs 1.
-TEST(SweepVerb, MpiRanksWriteTheSameBytesAsOneThread) {
+TEST_F(SweepVerb, MpiRanksWriteTheSameBytesAsOneThread) {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not installed (openmpi-bin)";
   WriteInputs();
   const std::string bin = FLEETPLAN_BINARY;

@@ -1,4 +1,5 @@
 // The sweep layer: specs, points, search, summaries, threads and shards.
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,30 @@ slo:
   batch: {e2e: 10s}
 )";
 
+// Every test works in a folder of its own under the test's scratch directory, so the
+// relative paths a user would type (base: small.yaml, --out o1) stay inside it.
+class InScratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = std::filesystem::current_path();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) / (std::string(info->test_suite_name()) + "." + info->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::current_path(dir);
+  }
+  void TearDown() override { std::filesystem::current_path(home_); }
+
+ private:
+  std::filesystem::path home_;
+};
+class SweepSpecFile : public InScratch {};
+class SweepPoints : public InScratch {};
+class SweepShards : public InScratch {};
+class MaxRateSearching : public InScratch {};
+class SweepSummary : public InScratch {};
+
 void Write(const std::string& path, std::string_view text) {
   std::ofstream(path, std::ios::binary) << text;
 }
@@ -65,7 +90,7 @@ Json RunAll(const SweepSpec& spec, int jobs) {
   return sweep.ok() ? *sweep : Json();
 }
 
-TEST(SweepSpec, ReadsAxesRangesSeedsAndIndexesPointsFirstAxisSlowest) {
+TEST_F(SweepSpecFile, ReadsAxesRangesSeedsAndIndexesPointsFirstAxisSlowest) {
   auto spec = Spec(R"(version: 1
 base: small.yaml
 overrides: {workload.duration: 5s}
@@ -86,7 +111,7 @@ seeds: [1, 2]
   EXPECT_EQ(spec->targets_source, "not given: 0.99 for every SLO class");
 }
 
-TEST(SweepSpec, AnUnknownKeyPathIsLocatedWithDidYouMean) {
+TEST_F(SweepSpecFile, AnUnknownKeyPathIsLocatedWithDidYouMean) {
   auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replica: [1, 2]\n");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput);
@@ -99,7 +124,7 @@ TEST(SweepSpec, AnUnknownKeyPathIsLocatedWithDidYouMean) {
       << over.status().message();
 }
 
-TEST(SweepSpec, RejectsWhatCannotBeASweep) {
+TEST_F(SweepSpecFile, RejectsWhatCannotBeASweep) {
   for (const char* text : {
            "base: small.yaml\n",                                                          // no version
            "version: 2\nbase: small.yaml\n",                                              // future version
@@ -122,7 +147,7 @@ TEST(SweepSpec, RejectsWhatCannotBeASweep) {
   }
 }
 
-TEST(SweepPoints, AnInvalidPointIsARowWithItsLocatedReasonAndTheOthersRun) {
+TEST_F(SweepPoints, AnInvalidPointIsARowWithItsLocatedReasonAndTheOthersRun) {
   auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [2, 0]\n");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const Json sweep = RunAll(*spec, 2);
@@ -136,7 +161,7 @@ TEST(SweepPoints, AnInvalidPointIsARowWithItsLocatedReasonAndTheOthersRun) {
   EXPECT_EQ(sweep["configurations"][1]["status"], "invalid");
 }
 
-TEST(SweepPoints, APointThatFailsWhileSimulatingIsAFailedRowAndTheSweepGoesOn) {
+TEST_F(SweepPoints, APointThatFailsWhileSimulatingIsAFailedRowAndTheSweepGoesOn) {
   const std::string header =
       R"({"classes":["chat"],"format":"fleetplan-trace","source":{"written_by":"hand"},"version":1})" "\n";
   const std::string row1 = R"({"arrival_ns":0,"class":"chat","id":0,"output_tokens":5,"prompt":[[11,100]]})" "\n";
@@ -158,7 +183,7 @@ TEST(SweepPoints, APointThatFailsWhileSimulatingIsAFailedRowAndTheSweepGoesOn) {
   EXPECT_EQ(sweep["counts"]["failed"], 1);
 }
 
-TEST(SweepPoints, OutputBytesAreTheSameForAnyNumberOfThreads) {
+TEST_F(SweepPoints, OutputBytesAreTheSameForAnyNumberOfThreads) {
   auto spec = Spec(R"(version: 1
 base: small.yaml
 axes:
@@ -183,7 +208,7 @@ price: {gpu_hour: 2.5}
   EXPECT_TRUE(sweep["configurations"][0]["figures"]["fleet.goodput_rps"]["ci95"].is_array());
 }
 
-TEST(SweepShards, MergedShardsAreByteIdenticalToOneRun) {
+TEST_F(SweepShards, MergedShardsAreByteIdenticalToOneRun) {
   auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [1, 2, 3, 4]\nseeds: [3]\n");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const std::string whole = Canonical(RunAll(*spec, 2));
@@ -214,7 +239,7 @@ TEST(SweepShards, MergedShardsAreByteIdenticalToOneRun) {
   EXPECT_NE(mixed.status().message().find("another sweep spec"), std::string::npos) << mixed.status().message();
 }
 
-TEST(SweepShards, ParseShardAcceptsOnlyIOfN) {
+TEST_F(SweepShards, ParseShardAcceptsOnlyIOfN) {
   EXPECT_TRUE(ParseShard("0/1").ok());
   EXPECT_EQ(ParseShard("2/3")->index, 2);
   for (const char* bad : {"3/3", "-1/2", "1", "a/b", "1/0", "1/2x", ""}) {
@@ -244,7 +269,7 @@ MaxRateSearch SearchOf(double low, double high, double resolution) {
   return s;
 }
 
-TEST(MaxRateSearch, BisectsToTheResolutionInAboutLog2Probes) {
+TEST_F(MaxRateSearching, BisectsToTheResolutionInAboutLog2Probes) {
   int probes = 0;
   auto r = SearchMaxRate(SearchOf(0.5, 64, 0.02), Curve([](double x) { return x <= 11.3 ? 1.0 : 0.5; }, 0.99, &probes));
   ASSERT_TRUE(r.ok());
@@ -257,7 +282,7 @@ TEST(MaxRateSearch, BisectsToTheResolutionInAboutLog2Probes) {
   EXPECT_TRUE(r->monotone);
 }
 
-TEST(MaxRateSearch, ReportsBelowLowAndAboveHigh) {
+TEST_F(MaxRateSearching, ReportsBelowLowAndAboveHigh) {
   int probes = 0;
   auto low = SearchMaxRate(SearchOf(1, 8, 0.05), Curve([](double) { return 0.0; }, 0.99, &probes));
   ASSERT_TRUE(low.ok());
@@ -270,7 +295,7 @@ TEST(MaxRateSearch, ReportsBelowLowAndAboveHigh) {
   EXPECT_DOUBLE_EQ(*high->max_rate, 8.0);
 }
 
-TEST(MaxRateSearch, SaysWhenTheAttainmentCurveIsNotMonotone) {
+TEST_F(MaxRateSearching, SaysWhenTheAttainmentCurveIsNotMonotone) {
   int probes = 0;
   // Attainment dips between 1.5/s and 3/s and is higher again above: the bisection probes
   // 4/s (0.95) before 2/s (0.90), and the curve says so.
@@ -286,7 +311,7 @@ TEST(MaxRateSearch, SaysWhenTheAttainmentCurveIsNotMonotone) {
   EXPECT_EQ(j["probes"].size(), r->probes.size());
 }
 
-TEST(MaxRateSearch, FindsTheRateOfARealFleetAndStopsHopelessProbesEarly) {
+TEST_F(MaxRateSearching, FindsTheRateOfARealFleetAndStopsHopelessProbesEarly) {
   auto spec = Spec(R"(version: 1
 base: small.yaml
 axes: {deployment.replicas: [1]}
@@ -344,7 +369,7 @@ Json DescribeTwoSeeds(int64_t configurations) {
           {"targets_source", "targets"}};
 }
 
-TEST(SweepSummary, ACallCloserThanTheIntervalIsATie) {
+TEST_F(SweepSummary, ACallCloserThanTheIntervalIsATie) {
   // Configuration 0: 1.0 and 1.2 per GPU; configuration 1: 1.1 and 1.3 — intervals overlap.
   auto tie = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.2, 0.99, 2), Row(2, 1.1, 0.99, 2),
                                                   Row(3, 1.3, 0.99, 2)});
@@ -359,7 +384,7 @@ TEST(SweepSummary, ACallCloserThanTheIntervalIsATie) {
   EXPECT_EQ((*win)["best"]["goodput_per_gpu"]["configuration"], 1);
 }
 
-TEST(SweepSummary, MeetingTheTargetIsJudgedOnTheLowerBound) {
+TEST_F(SweepSummary, MeetingTheTargetIsJudgedOnTheLowerBound) {
   // Mean attainment 0.91 over two seeds (0.85, 0.97): its interval reaches below 0.9.
   auto s = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 5.0, 0.85, 2), Row(1, 5.0, 0.97, 2), Row(2, 1.0, 0.95, 4),
                                                 Row(3, 1.0, 0.95, 4)});
@@ -372,7 +397,7 @@ TEST(SweepSummary, MeetingTheTargetIsJudgedOnTheLowerBound) {
   EXPECT_EQ((*s)["pareto"]["front"].size(), 2u);
 }
 
-TEST(SweepSummary, StudentTAndIntervals) {
+TEST_F(SweepSummary, StudentTAndIntervals) {
   EXPECT_DOUBLE_EQ(StudentT95(1), 12.706);
   EXPECT_DOUBLE_EQ(StudentT95(2), 4.303);
   EXPECT_DOUBLE_EQ(StudentT95(1000), 1.980);
@@ -382,7 +407,7 @@ TEST(SweepSummary, StudentTAndIntervals) {
   EXPECT_TRUE(MeanInterval({4.0})["ci95"].is_null());
 }
 
-TEST(SweepSummary, MissingOrRepeatedRowsAreRefused) {
+TEST_F(SweepSummary, MissingOrRepeatedRowsAreRefused) {
   auto s = SummarizeSweep(DescribeTwoSeeds(1), {Row(0, 1.0, 0.99, 2), Row(0, 1.0, 0.99, 2)});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("point 1"), std::string::npos) << s.status().message();
