@@ -17,6 +17,7 @@ constexpr const char* kFooter =
     "  fleetplan fit --model atlas-70b --gpu h100-sxm-80g --tp 4 --context 32768 --concurrency 64\n"
     "  fleetplan fit --scenario scenario.yaml --json\n"
     "  fleetplan catalog models\n"
+    "  fleetplan gate speculation rounds.jsonl --ordinary 8ms\n"
     "Run `fleetplan VERB --help` for a verb's options.";
 
 }  // namespace
@@ -38,6 +39,7 @@ int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err
   RegisterTraceVerb(app, action);
   RegisterValidateVerb(app, action);
   RegisterSweepVerb(app, action);
+  RegisterGateVerb(app, action);
 
   try {
     app.parse(argc, argv);

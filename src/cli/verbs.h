@@ -27,6 +27,7 @@ void RegisterExpertsVerb(CLI::App& app, VerbAction& action);
 void RegisterTraceVerb(CLI::App& app, VerbAction& action);
 void RegisterValidateVerb(CLI::App& app, VerbAction& action);
 void RegisterSweepVerb(CLI::App& app, VerbAction& action);
+void RegisterGateVerb(CLI::App& app, VerbAction& action);
 
 // Runs the command line; returns the process exit code.
 int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);

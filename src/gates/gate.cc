@@ -1,0 +1,166 @@
+#include "fleetplan/gates/gate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fleetplan/core/error.h"
+#include "fleetplan/core/units_parse.h"
+
+namespace fleetplan {
+
+std::string_view GateDecisionName(GateDecision d) {
+  switch (d) {
+    case GateDecision::kPass: return "pass";
+    case GateDecision::kFail: return "fail";
+    case GateDecision::kHold: return "hold";
+  }
+  return "hold";
+}
+
+GateCheck PassCheck(std::string name, std::string reason, Json numbers) {
+  return GateCheck{std::move(name), GateDecision::kPass, std::move(reason), std::move(numbers), ""};
+}
+GateCheck FailCheck(std::string name, std::string reason, Json numbers, std::string nearest) {
+  return GateCheck{std::move(name), GateDecision::kFail, std::move(reason), std::move(numbers),
+                   std::move(nearest)};
+}
+GateCheck HoldCheck(std::string name, std::string reason, Json numbers) {
+  return GateCheck{std::move(name), GateDecision::kHold, std::move(reason), std::move(numbers), ""};
+}
+
+GateDecision Combine(const std::vector<GateCheck>& checks) {
+  if (checks.empty()) return GateDecision::kHold;
+  bool hold = false;
+  for (const GateCheck& c : checks) {
+    if (c.decision == GateDecision::kFail) return GateDecision::kFail;
+    hold = hold || c.decision == GateDecision::kHold;
+  }
+  return hold ? GateDecision::kHold : GateDecision::kPass;
+}
+
+Json ToJson(const GateCheck& c) {
+  Json j = {{"name", c.name},
+            {"decision", GateDecisionName(c.decision)},
+            {"reason", c.reason},
+            {"numbers", c.numbers}};
+  j["nearest_passing"] = c.nearest_passing.empty() ? Json(nullptr) : Json(c.nearest_passing);
+  return j;
+}
+
+Json ToJson(const std::vector<GateCheck>& checks) {
+  Json a = Json::array();
+  for (const GateCheck& c : checks) a.push_back(ToJson(c));
+  return a;
+}
+
+std::string ChecksText(const std::vector<GateCheck>& checks, std::string_view indent) {
+  std::string out;
+  for (const GateCheck& c : checks) {
+    out += fmt::format("{}{:<4}  {}: {}", indent, GateDecisionName(c.decision), c.name, c.reason);
+    if (!c.nearest_passing.empty()) out += fmt::format("; nearest passing: {}", c.nearest_passing);
+    out += "\n";
+  }
+  return out;
+}
+
+const std::vector<std::string>& IdentityFields() {
+  static const std::vector<std::string> fields = {"artifact", "runtime", "runtime_version",
+                                                  "hardware", "engine_config"};
+  return fields;
+}
+
+namespace {
+
+// The fields in IdentityFields() order.
+template <typename Id>
+auto* IdentitySlot(Id& id, size_t i) {
+  decltype(&id.artifact) slots[] = {&id.artifact, &id.runtime, &id.runtime_version, &id.hardware,
+                                    &id.engine_config};
+  return slots[i];
+}
+const std::string& IdentityValue(const EvidenceIdentity& id, size_t i) { return *IdentitySlot(id, i); }
+
+}  // namespace
+
+Expected<EvidenceIdentity> ReadIdentity(const YamlNode& node) {
+  EvidenceIdentity id;
+  if (!node.present() || node.IsNull()) return id;
+  FP_RETURN_IF_ERROR(node.CheckKeys(IdentityFields()));
+  for (size_t i = 0; i < IdentityFields().size(); ++i) {
+    FP_ASSIGN_OR_RETURN(*IdentitySlot(id, i), node[IdentityFields()[i]].StringOr(""));
+  }
+  return id;
+}
+
+Expected<EvidenceIdentity> IdentityFromJson(const Json& j, std::string_view where) {
+  EvidenceIdentity id;
+  if (j.is_null()) return id;
+  if (!j.is_object()) return InvalidInput(fmt::format("{}: identity: expected an object", where));
+  const std::vector<std::string>& fields = IdentityFields();
+  for (const auto& [key, value] : j.items()) {
+    auto it = std::find(fields.begin(), fields.end(), key);
+    if (it == fields.end()) {
+      return InvalidInput(fmt::format("{}: identity: {}", where, UnknownNameMessage("field", key, fields)));
+    }
+    if (value.is_null()) continue;
+    if (!value.is_string()) {
+      return InvalidInput(fmt::format("{}: identity.{}: expected a string", where, key));
+    }
+    *IdentitySlot(id, static_cast<size_t>(it - fields.begin())) = value.get<std::string>();
+  }
+  return id;
+}
+
+std::vector<std::string> MissingIdentityFields(const EvidenceIdentity& id) {
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < IdentityFields().size(); ++i) {
+    if (IdentityValue(id, i).empty()) missing.push_back(IdentityFields()[i]);
+  }
+  return missing;
+}
+
+Json ToJson(const EvidenceIdentity& id) {
+  Json j = Json::object();
+  for (size_t i = 0; i < IdentityFields().size(); ++i) {
+    const std::string& v = IdentityValue(id, i);
+    j[IdentityFields()[i]] = v.empty() ? Json(nullptr) : Json(v);
+  }
+  return j;
+}
+
+GateCheck IdentityCheck(const EvidenceIdentity& id, std::string_view what) {
+  const std::vector<std::string> missing = MissingIdentityFields(id);
+  if (missing.empty()) {
+    return PassCheck("identity", fmt::format("{} names artifact {} on {} {} / {}", what, id.artifact,
+                                             id.runtime, id.runtime_version, id.hardware));
+  }
+  return HoldCheck("identity", fmt::format("{} is unidentified: missing {}", what, fmt::join(missing, ", ")),
+                   Json{{"missing", missing}});
+}
+
+std::optional<std::string> GateRequest::Option(std::string_view flag) const {
+  for (const auto& [f, v] : options) {
+    if (f == flag) return v;
+  }
+  return std::nullopt;
+}
+
+Expected<double> ParseMsFlag(std::string_view flag, const std::string& text) {
+  Expected<Duration> d = ParseDuration(text);
+  if (!d.ok()) return InvalidInput(fmt::format("{}: {}", flag, d.status().message()));
+  if (d->ns() <= 0) return InvalidInput(fmt::format("{}: expected a duration > 0, got '{}'", flag, text));
+  return d->millis();
+}
+
+double ReportMs(double ms) { return RoundForReport(ms); }
+
+double NearestRank(const std::vector<double>& sorted, double p) {
+  FP_ASSERT(!sorted.empty() && p > 0 && p <= 1);
+  const double rank = std::ceil(p * static_cast<double>(sorted.size()));
+  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+}  // namespace fleetplan

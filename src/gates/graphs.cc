@@ -1,0 +1,347 @@
+#include "fleetplan/gates/graphs.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "fleetplan/core/units_parse.h"
+
+namespace fleetplan {
+
+std::optional<double> BatchTable::At(int64_t batch) const {
+  if (points.empty() || batch < points.front().first || batch > points.back().first) return std::nullopt;
+  auto hi = std::lower_bound(points.begin(), points.end(), batch,
+                             [](const auto& p, int64_t b) { return p.first < b; });
+  if (hi->first == batch) return hi->second;
+  auto lo = hi - 1;
+  const double t = static_cast<double>(batch - lo->first) / static_cast<double>(hi->first - lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+namespace {
+
+Expected<int64_t> ParseBatch(std::string_view text, const YamlNode& where) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || v < 1 || v > kMaxGraphGateBatch) {
+    return where.Error(fmt::format("expected a batch size between 1 and {} (or a range like 5-8), got '{}'",
+                                   kMaxGraphGateBatch, text));
+  }
+  return v;
+}
+
+// "5" -> [5, 5]; "5-8" -> [5, 8].
+Expected<std::pair<int64_t, int64_t>> ParseRange(const std::string& key, const YamlNode& where) {
+  const size_t dash = key.find('-');
+  if (dash == std::string::npos) {
+    FP_ASSIGN_OR_RETURN(int64_t b, ParseBatch(key, where));
+    return std::make_pair(b, b);
+  }
+  FP_ASSIGN_OR_RETURN(int64_t lo, ParseBatch(std::string_view(key).substr(0, dash), where));
+  FP_ASSIGN_OR_RETURN(int64_t hi, ParseBatch(std::string_view(key).substr(dash + 1), where));
+  if (hi < lo) return where.Error(fmt::format("expected a range low-high with low <= high, got '{}'", key));
+  return std::make_pair(lo, hi);
+}
+
+Status ReadHistogram(const YamlNode& node, GraphsSpec& spec) {
+  FP_RETURN_IF_ERROR(node.RequirePresent());
+  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  if (entries.empty()) return node.Error("expected at least one batch size with a share");
+  std::vector<double> share(static_cast<size_t>(kMaxGraphGateBatch) + 1, 0.0);
+  std::vector<bool> named(share.size(), false);
+  double total = 0;
+  for (const auto& [key, value] : entries) {
+    FP_ASSIGN_OR_RETURN(auto range, ParseRange(key, value));
+    FP_ASSIGN_OR_RETURN(double s, value.AsDoubleInRange(0, 1e12));
+    const int64_t n = range.second - range.first + 1;
+    for (int64_t b = range.first; b <= range.second; ++b) {
+      if (named[static_cast<size_t>(b)]) {
+        return value.Error(fmt::format("batch size {} is named twice (ranges must not overlap)", b));
+      }
+      named[static_cast<size_t>(b)] = true;
+      share[static_cast<size_t>(b)] = s / static_cast<double>(n);
+    }
+    total += s;
+  }
+  if (total <= 0) return node.Error("expected shares that sum to more than 0");
+  for (size_t b = 1; b < share.size(); ++b) {
+    if (named[b] && share[b] > 0) spec.batches.emplace_back(static_cast<int64_t>(b), share[b] / total);
+  }
+  return Status::Ok();
+}
+
+template <typename ReadValue>
+Expected<BatchTable> ReadTable(const YamlNode& node, ReadValue read) {
+  FP_RETURN_IF_ERROR(node.RequirePresent());
+  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  if (entries.empty()) return node.Error("expected at least one measured batch");
+  BatchTable t;
+  for (const auto& [key, value] : entries) {
+    FP_ASSIGN_OR_RETURN(int64_t b, ParseBatch(key, value));
+    FP_ASSIGN_OR_RETURN(double v, read(value));
+    t.points.emplace_back(b, v);
+  }
+  std::sort(t.points.begin(), t.points.end());
+  for (size_t i = 1; i < t.points.size(); ++i) {
+    if (t.points[i].first == t.points[i - 1].first) {
+      return node.Error(fmt::format("batch {} is measured twice", t.points[i].first));
+    }
+  }
+  return t;
+}
+
+Expected<double> ReadMs(const YamlNode& n) {
+  FP_ASSIGN_OR_RETURN(Duration d, n.AsDuration());
+  return d.millis();
+}
+Expected<double> ReadBytesValue(const YamlNode& n) {
+  FP_ASSIGN_OR_RETURN(Bytes b, n.AsBytes());
+  return static_cast<double>(b.count());
+}
+
+}  // namespace
+
+Expected<GraphsSpec> ReadGraphsSpec(const YamlNode& root, const std::string& file) {
+  FP_RETURN_IF_ERROR(root.CheckKeys({"identity", "batches", "buckets", "eager_cpu", "graph_cpu", "graph_dispatch",
+                                     "gpu", "graph_memory", "memory_budget", "capture_time"}));
+  if (!root.IsMap()) return root.Error("expected a mapping (batches, buckets, eager_cpu, graph_cpu, ...)");
+  GraphsSpec spec;
+  spec.file = file;
+  FP_ASSIGN_OR_RETURN(spec.identity, ReadIdentity(root["identity"]));
+  FP_RETURN_IF_ERROR(ReadHistogram(root["batches"], spec));
+  FP_ASSIGN_OR_RETURN(auto items, root["buckets"].Items());
+  for (const YamlNode& item : items) {
+    FP_ASSIGN_OR_RETURN(int64_t b, item.AsIntAtLeast(1));
+    if (b > kMaxGraphGateBatch) return item.Error(fmt::format("expected a bucket <= {}", kMaxGraphGateBatch));
+    if (!spec.buckets.empty() && b <= spec.buckets.back()) {
+      return item.Error(fmt::format("expected strictly increasing buckets, got {} after {}", b, spec.buckets.back()));
+    }
+    spec.buckets.push_back(b);
+  }
+  FP_ASSIGN_OR_RETURN(spec.eager_cpu_ms, ReadMs(root["eager_cpu"]));
+  FP_ASSIGN_OR_RETURN(spec.graph_cpu_ms, ReadMs(root["graph_cpu"]));
+  FP_ASSIGN_OR_RETURN(spec.graph_dispatch_ms, ReadMs(root["graph_dispatch"]));
+  FP_ASSIGN_OR_RETURN(spec.gpu_ms, ReadTable(root["gpu"], ReadMs));
+  const YamlNode mem = root["graph_memory"];
+  if (mem.IsScalar()) {
+    FP_ASSIGN_OR_RETURN(Bytes b, mem.AsBytes());
+    spec.graph_memory_bytes.points = {{1, static_cast<double>(b.count())},
+                                      {kMaxGraphGateBatch, static_cast<double>(b.count())}};
+  } else {
+    FP_ASSIGN_OR_RETURN(spec.graph_memory_bytes, ReadTable(mem, ReadBytesValue));
+  }
+  FP_ASSIGN_OR_RETURN(spec.memory_budget, root["memory_budget"].AsBytes());
+  if (root["capture_time"].present() && !root["capture_time"].IsNull()) {
+    FP_ASSIGN_OR_RETURN(Duration d, root["capture_time"].AsDuration());
+    spec.capture_time_s = d.seconds();
+  }
+  return spec;
+}
+
+Expected<GraphsSpec> LoadGraphsSpec(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadFile(path));
+  return ReadGraphsSpec(doc.root(), path);
+}
+
+GraphsEvaluation EvaluateBuckets(const GraphsSpec& spec, const std::vector<int64_t>& buckets) {
+  GraphsEvaluation e;
+  e.buckets = buckets;
+  double padded = 0, slots = 0;
+  for (const auto& [b, share] : spec.batches) {
+    GraphsBatchRow row;
+    row.batch = b;
+    row.share = share;
+    const std::optional<double> gpu = spec.gpu_ms.At(b);
+    if (!gpu) e.uncovered.push_back(b);
+    row.eager_ms = spec.eager_cpu_ms + gpu.value_or(0);
+    auto it = std::lower_bound(buckets.begin(), buckets.end(), b);
+    double step = row.eager_ms;
+    if (it != buckets.end()) {
+      row.bucket = *it;
+      row.padded_slots = *it - b;
+      const std::optional<double> gpu_bucket = spec.gpu_ms.At(*it);
+      if (!gpu_bucket && gpu) e.uncovered.push_back(*it);
+      row.graph_ms = spec.graph_cpu_ms + spec.graph_dispatch_ms + gpu_bucket.value_or(0);
+      step = *row.graph_ms;
+      e.bucket_hit_rate += share;
+      padded += share * static_cast<double>(row.padded_slots);
+      slots += share * static_cast<double>(*it);
+    }
+    e.expected_step_ms += share * step;
+    e.per_batch.push_back(row);
+  }
+  double memory = 0;
+  for (int64_t b : buckets) {
+    const std::optional<double> m = spec.graph_memory_bytes.At(b);
+    if (!m) e.uncovered.push_back(b);
+    memory += m.value_or(0);
+  }
+  // Sizes are int64 bytes; a sum beyond that range saturates (it is over any budget).
+  e.graph_memory_bytes = memory >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(std::llround(memory));
+  std::sort(e.uncovered.begin(), e.uncovered.end());
+  e.uncovered.erase(std::unique(e.uncovered.begin(), e.uncovered.end()), e.uncovered.end());
+  e.fallback_rate = std::max(0.0, 1 - e.bucket_hit_rate);
+  e.padding_ratio = slots > 0 ? padded / slots : 0;
+  return e;
+}
+
+std::vector<int64_t> ProposeBuckets(const GraphsSpec& spec) {
+  std::vector<int64_t> candidates;
+  for (const auto& [b, share] : spec.batches) {
+    if (spec.gpu_ms.At(b) && spec.graph_memory_bytes.At(b)) candidates.push_back(b);
+  }
+  std::vector<int64_t> chosen;
+  double best = EvaluateBuckets(spec, chosen).expected_step_ms;
+  while (true) {
+    std::optional<int64_t> pick;
+    double pick_ms = best;
+    for (int64_t c : candidates) {
+      if (std::binary_search(chosen.begin(), chosen.end(), c)) continue;
+      std::vector<int64_t> trial = chosen;
+      trial.insert(std::lower_bound(trial.begin(), trial.end(), c), c);
+      const GraphsEvaluation e = EvaluateBuckets(spec, trial);
+      if (e.graph_memory_bytes > spec.memory_budget.count() || !e.uncovered.empty()) continue;
+      // Strictly better by more than rounding noise; ties keep the smaller set (first found).
+      if (e.expected_step_ms < pick_ms - 1e-12) {
+        pick_ms = e.expected_step_ms;
+        pick = c;
+      }
+    }
+    if (!pick) break;
+    chosen.insert(std::lower_bound(chosen.begin(), chosen.end(), *pick), *pick);
+    best = pick_ms;
+  }
+  return chosen;
+}
+
+GraphsGateResult RunGraphsGate(const GraphsSpec& spec) {
+  GraphsGateResult r;
+  r.file = spec.file;
+  r.identity = spec.identity;
+  r.candidate = EvaluateBuckets(spec, spec.buckets);
+  r.eager = EvaluateBuckets(spec, {});
+  r.proposed = EvaluateBuckets(spec, ProposeBuckets(spec));
+  r.memory_budget_bytes = static_cast<double>(spec.memory_budget.count());
+  if (spec.capture_time_s) {
+    r.compile_s = *spec.capture_time_s * static_cast<double>(spec.buckets.size());
+    r.proposed_compile_s = *spec.capture_time_s * static_cast<double>(r.proposed.buckets.size());
+  }
+  r.checks.push_back(IdentityCheck(spec.identity, spec.file));
+  const std::string proposal = fmt::format("buckets [{}] ({:.4g} ms expected step, {})",
+                                           fmt::join(r.proposed.buckets, ", "), r.proposed.expected_step_ms,
+                                           FormatBytes(Bytes(r.proposed.graph_memory_bytes)));
+  if (!r.candidate.uncovered.empty()) {
+    r.checks.push_back(HoldCheck("coverage",
+                                 fmt::format("the gpu (or graph_memory) table does not cover batch {}: measure it",
+                                             fmt::join(r.candidate.uncovered, ", ")),
+                                 Json{{"uncovered", r.candidate.uncovered}}));
+  }
+  const Json mem = {{"graph_memory_bytes", r.candidate.graph_memory_bytes},
+                    {"memory_budget_bytes", spec.memory_budget.count()}};
+  if (r.candidate.graph_memory_bytes <= spec.memory_budget.count()) {
+    r.checks.push_back(PassCheck("memory", fmt::format("graphs take {} of the {} budget",
+                                                       FormatBytes(Bytes(r.candidate.graph_memory_bytes)),
+                                                       FormatBytes(spec.memory_budget)), mem));
+  } else {
+    r.checks.push_back(FailCheck("memory", fmt::format("graphs take {}, over the {} budget",
+                                                       FormatBytes(Bytes(r.candidate.graph_memory_bytes)),
+                                                       FormatBytes(spec.memory_budget)), mem, proposal));
+  }
+  const Json step = {{"expected_step_ms", ReportMs(r.candidate.expected_step_ms)},
+                     {"eager_expected_step_ms", ReportMs(r.eager.expected_step_ms)}};
+  const std::string reason = fmt::format("expected step {:.4g} ms with the buckets vs {:.4g} ms all eager",
+                                         r.candidate.expected_step_ms, r.eager.expected_step_ms);
+  if (r.candidate.expected_step_ms <= r.eager.expected_step_ms) {
+    r.checks.push_back(PassCheck("step_time", reason, step));
+  } else {
+    r.checks.push_back(FailCheck("step_time", reason, step, proposal));
+  }
+  r.decision = Combine(r.checks);
+  return r;
+}
+
+namespace {
+
+Json EvaluationJson(const GraphsEvaluation& e) {
+  Json rows = Json::array();
+  for (const GraphsBatchRow& row : e.per_batch) {
+    Json j = {{"batch", row.batch},
+              {"share", RoundForReport(row.share)},
+              {"eager_ms", ReportMs(row.eager_ms)},
+              {"padded_slots", row.padded_slots}};
+    j["bucket"] = row.bucket ? Json(*row.bucket) : Json(nullptr);
+    j["graph_ms"] = row.graph_ms ? Json(ReportMs(*row.graph_ms)) : Json(nullptr);
+    rows.push_back(j);
+  }
+  return Json{{"buckets", e.buckets},
+              {"per_batch", rows},
+              {"expected_step_ms", ReportMs(e.expected_step_ms)},
+              {"bucket_hit_rate", RoundForReport(e.bucket_hit_rate)},
+              {"padding_ratio", RoundForReport(e.padding_ratio)},
+              {"fallback_rate", RoundForReport(e.fallback_rate)},
+              {"graph_memory_bytes", e.graph_memory_bytes},
+              {"uncovered", e.uncovered}};
+}
+
+std::string Optional(const std::optional<double>& v) { return v ? fmt::format("{:.4g}", *v) : "-"; }
+
+}  // namespace
+
+Json ToJson(const GraphsGateResult& r) {
+  Json j = EvaluationJson(r.candidate);
+  j["gate"] = "graphs";
+  j["file"] = r.file;
+  j["identity"] = ToJson(r.identity);
+  j["memory_budget_bytes"] = static_cast<int64_t>(r.memory_budget_bytes);
+  j["eager_expected_step_ms"] = ReportMs(r.eager.expected_step_ms);
+  j["proposed_buckets"] = r.proposed.buckets;
+  j["proposed"] = EvaluationJson(r.proposed);
+  j["compile"] = {{"candidate_s", r.compile_s ? Json(RoundForReport(*r.compile_s)) : Json(nullptr)},
+                  {"proposed_s", r.proposed_compile_s ? Json(RoundForReport(*r.proposed_compile_s)) : Json(nullptr)}};
+  j["checks"] = ToJson(r.checks);
+  j["decision"] = GateDecisionName(r.decision);
+  j["advance_to"] = r.decision == GateDecision::kPass ? Json("staging") : Json(nullptr);
+  return j;
+}
+
+std::string ToText(const GraphsGateResult& r) {
+  std::string out = fmt::format("graphs gate ({}): buckets [{}]\n", r.file, fmt::join(r.candidate.buckets, ", "));
+  out += fmt::format("  {:>6} {:>8} {:>7} {:>9} {:>9} {:>7}\n", "batch", "share", "bucket", "eager ms", "graph ms",
+                     "padded");
+  for (const GraphsBatchRow& row : r.candidate.per_batch) {
+    out += fmt::format("  {:>6} {:>8.4f} {:>7} {:>9.4g} {:>9} {:>7}\n", row.batch, row.share,
+                       row.bucket ? std::to_string(*row.bucket) : "eager", row.eager_ms, Optional(row.graph_ms),
+                       row.padded_slots);
+  }
+  auto summary = [](const GraphsEvaluation& e) {
+    return fmt::format("expected step {:.4g} ms, hit rate {:.4g}, padding ratio {:.4g}, fallback rate {:.4g}, graph "
+                       "memory {}",
+                       e.expected_step_ms, e.bucket_hit_rate, e.padding_ratio, e.fallback_rate,
+                       FormatBytes(Bytes(e.graph_memory_bytes)));
+  };
+  out += "  candidate: " + summary(r.candidate) + "\n";
+  out += fmt::format("  all eager: expected step {:.4g} ms\n", r.eager.expected_step_ms);
+  out += fmt::format("  proposed [{}]: {}\n", fmt::join(r.proposed.buckets, ", "), summary(r.proposed));
+  if (r.compile_s) {
+    out += fmt::format("  capture (compile) time, apart from steady state: {:.4g} s candidate, {:.4g} s proposed\n",
+                       *r.compile_s, *r.proposed_compile_s);
+  }
+  out += ChecksText(r.checks, "  ");
+  out += fmt::format("decision: {}{}\n", GateDecisionName(r.decision),
+                     r.decision == GateDecision::kPass ? " (advance to staging)" : "");
+  return out;
+}
+
+Expected<GateReport> RunGraphsRequest(const GateRequest& request) {
+  FP_ASSIGN_OR_RETURN(GraphsSpec spec, LoadGraphsSpec(request.files.at(0)));
+  const GraphsGateResult r = RunGraphsGate(spec);
+  return GateReport{ToJson(r), ToText(r), r.decision == GateDecision::kHold ? 1 : 0};
+}
+
+}  // namespace fleetplan

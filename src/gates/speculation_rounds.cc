@@ -1,0 +1,193 @@
+// Reading a speculation rounds file (gates/speculation.h): JSONL, one round per line,
+// every problem located at file:line:col and the field.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/utf8.h"
+#include "fleetplan/core/error.h"
+#include "fleetplan/gates/speculation.h"
+
+namespace fleetplan {
+namespace {
+
+// Most drafted tokens per round accepted: engines draft a handful (vLLM's
+// num_speculative_tokens is typically 1-8); 4096 rejects garbage without limiting anyone.
+constexpr size_t kMaxDraftTokens = 4096;
+// Longest measured time accepted per phase: one hour catches a unit slip (seconds
+// written as ms) without refusing real outliers.
+constexpr double kMaxPhaseMs = 3'600'000;
+
+class LineContext {
+ public:
+  LineContext(const std::string& file, int64_t line, std::string_view text)
+      : file_(file), line_(line), text_(text) {}
+
+  // An error at the byte offset (0-based) of the line.
+  Status ErrorAtOffset(size_t offset, std::string_view field, std::string_view message) const {
+    SourceLocation where;
+    where.file = file_;
+    where.line = static_cast<int>(line_);
+    where.column = static_cast<int>(utf8::CountCodePoints(text_.substr(0, std::min(offset, text_.size())))) + 1;
+    where.source_line = std::string(text_);
+    return LocatedError(where, field, message);
+  }
+  // An error at the key of `field` (the first `"field"` in the line), else the line start.
+  Status ErrorAtField(std::string_view field, std::string_view message) const {
+    const size_t at = text_.find(fmt::format("\"{}\"", field));
+    return ErrorAtOffset(at == std::string_view::npos ? 0 : at, field, message);
+  }
+
+ private:
+  const std::string& file_;
+  int64_t line_;
+  std::string_view text_;
+};
+
+// nlohmann's message without its prefix and without the "last read" echo (which may hold
+// bytes that are not UTF-8).
+std::string SyntaxMessage(const std::string& what) {
+  std::string m = what;
+  const size_t column = m.find("column ");
+  if (column != std::string::npos) {
+    const size_t colon = m.find(": ", column);
+    if (colon != std::string::npos) m = m.substr(colon + 2);
+  }
+  const size_t last = m.find("; last read");
+  if (last != std::string::npos) m = m.substr(0, last);
+  if (utf8::FindInvalid(m) != std::string_view::npos) m = "syntax error";
+  return "invalid JSON: " + m;
+}
+
+Expected<std::vector<int64_t>> ReadTokens(const Json& v, std::string_view field, const LineContext& at) {
+  if (!v.is_array()) return at.ErrorAtField(field, "expected an array of token ids");
+  if (v.empty()) return at.ErrorAtField(field, "expected at least one drafted token, got []");
+  if (v.size() > kMaxDraftTokens) {
+    return at.ErrorAtField(field, fmt::format("expected at most {} tokens, got {}", kMaxDraftTokens, v.size()));
+  }
+  std::vector<int64_t> ids;
+  ids.reserve(v.size());
+  for (const Json& t : v) {
+    if (!t.is_number_integer() || (t.is_number_unsigned() && t.get<uint64_t>() > INT64_MAX) ||
+        t.get<int64_t>() < 0) {
+      return at.ErrorAtField(field, fmt::format("expected token ids (integers >= 0), got {}", t.dump()));
+    }
+    ids.push_back(t.get<int64_t>());
+  }
+  return ids;
+}
+
+Expected<Duration> ReadMs(const Json& obj, std::string_view field, const LineContext& at) {
+  auto it = obj.find(field);
+  if (it == obj.end()) return at.ErrorAtOffset(0, field, "missing required field (a time in ms)");
+  if (!it->is_number()) return at.ErrorAtField(field, "expected a number of milliseconds");
+  const double ms = it->get<double>();
+  if (!(ms >= 0) || ms > kMaxPhaseMs) {
+    return at.ErrorAtField(field, fmt::format("expected milliseconds between 0 and {}, got {}", kMaxPhaseMs, it->dump()));
+  }
+  return Duration::FromMillisRounded(ms);
+}
+
+Status ReadRound(const Json& obj, const LineContext& at, SpecRound& r) {
+  static const std::vector<std::string> kKeys = {"draft", "target", "draft_ms", "verify_ms",
+                                                 "seq", "batch", "error"};
+  for (const auto& [key, value] : obj.items()) {
+    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+      return at.ErrorAtField(key, UnknownNameMessage("field", key, kKeys));
+    }
+  }
+  for (const char* required : {"draft", "target"}) {
+    if (!obj.contains(required)) return at.ErrorAtOffset(0, required, "missing required field");
+  }
+  FP_ASSIGN_OR_RETURN(r.draft, ReadTokens(obj["draft"], "draft", at));
+  FP_ASSIGN_OR_RETURN(r.target, ReadTokens(obj["target"], "target", at));
+  if (r.draft.size() != r.target.size()) {
+    return at.ErrorAtField("target", fmt::format("expected the target's token at each of the {} drafted "
+                                                 "positions, got {}", r.draft.size(), r.target.size()));
+  }
+  FP_ASSIGN_OR_RETURN(r.draft_time, ReadMs(obj, "draft_ms", at));
+  FP_ASSIGN_OR_RETURN(r.verify_time, ReadMs(obj, "verify_ms", at));
+  if (auto it = obj.find("seq"); it != obj.end() && !it->is_null()) {
+    if (it->is_string()) {
+      r.seq = it->get<std::string>();
+    } else if (it->is_number_integer()) {
+      r.seq = it->dump();
+    } else {
+      return at.ErrorAtField("seq", "expected a sequence id (a string or an integer)");
+    }
+  }
+  if (auto it = obj.find("batch"); it != obj.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || (it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX)) {
+      return at.ErrorAtField("batch", fmt::format("expected an integer >= 1, got {}", it->dump()));
+    }
+    r.batch = it->get<int64_t>();
+  }
+  if (auto it = obj.find("error"); it != obj.end() && !it->is_null()) {
+    if (!it->is_string()) return at.ErrorAtField("error", "expected null or a string describing the error");
+    r.error = it->get<std::string>();
+    if (r.error.empty()) r.error = "error";  // an empty message is still an error
+  }
+  return Status::Ok();
+}
+
+bool IsBlank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+}  // namespace
+
+Expected<SpecRounds> ParseSpecRounds(std::string_view text, const std::string& display_name) {
+  SpecRounds out;
+  out.file = display_name;
+  int64_t line_no = 0;
+  bool seen_content = false;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++line_no;
+    pos = end + 1;
+    if (IsBlank(line)) continue;
+    const LineContext at(display_name, line_no, line);
+    if (utf8::FindInvalid(line) != std::string_view::npos) {
+      return at.ErrorAtOffset(utf8::FindInvalid(line), "", "the line is not valid UTF-8");
+    }
+    Json obj;
+    try {
+      obj = Json::parse(line);
+    } catch (const Json::parse_error& e) {
+      return at.ErrorAtOffset(e.byte > 0 ? e.byte - 1 : 0, "", SyntaxMessage(e.what()));
+    }
+    if (!obj.is_object()) return at.ErrorAtOffset(0, "", "expected a JSON object (one round per line)");
+    if (obj.contains("identity")) {
+      if (seen_content) return at.ErrorAtField("identity", "the identity line must be the first line");
+      if (obj.size() != 1) return at.ErrorAtField("identity", "the identity line holds only `identity`");
+      FP_ASSIGN_OR_RETURN(out.identity, IdentityFromJson(obj["identity"], fmt::format("{}:{}", display_name, line_no)));
+      seen_content = true;
+      continue;
+    }
+    seen_content = true;
+    SpecRound r;
+    r.line = line_no;
+    FP_RETURN_IF_ERROR(ReadRound(obj, at, r));
+    out.rounds.push_back(std::move(r));
+  }
+  if (out.rounds.empty()) {
+    return InvalidInput(fmt::format("{}: no speculative rounds (expected one JSON object per line: "
+                                    "{{\"draft\": [ids], \"target\": [ids], \"draft_ms\": 3.0, \"verify_ms\": 9.0}})",
+                                    display_name));
+  }
+  return out;
+}
+
+Expected<SpecRounds> LoadSpecRounds(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseSpecRounds(text, path);
+}
+
+}  // namespace fleetplan

@@ -1,0 +1,117 @@
+// The graphs gate: per-batch eager and graph step times, the distribution's figures, the
+// bucket proposal under a memory budget, and holds on missing evidence.
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fleetplan/gates/graphs.h"
+
+namespace fleetplan {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr const char* kIdentity =
+    "identity: {artifact: 'sha256:m1', runtime: vllm, runtime_version: 0.6.3, hardware: h100-sxm-80g, "
+    "engine_config: 'sha256:e1'}\n";
+
+std::string Spec(const std::string& budget = "1GiB", const std::string& batches = "{1: 0.5, 3: 0.3, 20: 0.2}") {
+  return std::string(kIdentity) + "batches: " + batches + "\n" +
+         "buckets: [1, 4, 8]\n"
+         "eager_cpu: 4ms\n"
+         "graph_cpu: 0.3ms\n"
+         "graph_dispatch: 0.1ms\n"
+         "gpu: {1: 6ms, 4: 6.6ms, 8: 7ms, 32: 9ms}\n"
+         "graph_memory: 100MiB\n"
+         "memory_budget: " + budget + "\n"
+         "capture_time: 0.5s\n";
+}
+
+Expected<GraphsSpec> Read(const std::string& text) {
+  Expected<YamlDocument> doc = YamlDocument::LoadString(text, "graphs.yaml");
+  if (!doc.ok()) return doc.status();
+  return ReadGraphsSpec(doc->root(), "graphs.yaml");
+}
+
+GraphsGateResult Gate(const std::string& text) {
+  Expected<GraphsSpec> spec = Read(text);
+  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
+  return spec.ok() ? RunGraphsGate(*spec) : GraphsGateResult{};
+}
+
+TEST(GraphsGate, StepTimesPerBatchArePinned) {
+  const GraphsGateResult r = Gate(Spec());
+  const Json j = ToJson(r);
+  // b=1: bucket 1, eager 4 + 6 = 10, graph 0.3 + 0.1 + 6 = 6.4.
+  // b=3: bucket 4 (1 padded slot), eager 4 + gpu(3) = 4 + 6.4 = 10.4, graph 0.4 + 6.6 = 7.
+  // b=20: above the largest bucket: eager 4 + gpu(20) = 4 + 8 = 12.
+  EXPECT_EQ(j["per_batch"], Json::parse(R"([
+    {"batch": 1, "share": 0.5, "bucket": 1, "eager_ms": 10.0, "graph_ms": 6.4, "padded_slots": 0},
+    {"batch": 3, "share": 0.3, "bucket": 4, "eager_ms": 10.4, "graph_ms": 7.0, "padded_slots": 1},
+    {"batch": 20, "share": 0.2, "bucket": null, "eager_ms": 12.0, "graph_ms": null, "padded_slots": 0}])"));
+  EXPECT_EQ(j["expected_step_ms"], 7.7);         // 0.5 x 6.4 + 0.3 x 7 + 0.2 x 12
+  EXPECT_EQ(j["eager_expected_step_ms"], 10.52);  // 0.5 x 10 + 0.3 x 10.4 + 0.2 x 12
+  EXPECT_EQ(j["bucket_hit_rate"], 0.8);
+  EXPECT_EQ(j["fallback_rate"], 0.2);
+  EXPECT_EQ(j["padding_ratio"], 0.176470588);    // 0.3 x 1 / (0.5 x 1 + 0.3 x 4)
+  EXPECT_EQ(j["graph_memory_bytes"], 3 * 100 * 1024 * 1024);
+  EXPECT_EQ(j["compile"]["candidate_s"], 1.5);   // reported apart from the steady state
+  EXPECT_EQ(j["decision"], "pass");
+}
+
+TEST(GraphsGate, TheProposalFillsFrequentCostlyGapsWithinTheBudget) {
+  // Unlimited by memory: every size of the distribution gets its own bucket (6.92 ms).
+  EXPECT_EQ(ToJson(Gate(Spec()))["proposed_buckets"], Json::parse("[1, 3, 20]"));
+  EXPECT_EQ(ToJson(Gate(Spec()))["proposed"]["expected_step_ms"], 6.92);
+  // Room for two graphs: the frequent gap at 3 first (7.84), then 20 (7.12); batch 1 pads to 3.
+  EXPECT_EQ(ToJson(Gate(Spec("250MiB")))["proposed_buckets"], Json::parse("[3, 20]"));
+  // Room for one: 3; the rare 20 falls back to eager.
+  const Json one = ToJson(Gate(Spec("150MiB")));
+  EXPECT_EQ(one["proposed_buckets"], Json::parse("[3]"));
+  EXPECT_EQ(one["proposed"]["fallback_rate"], 0.2);
+}
+
+TEST(GraphsGate, OverTheMemoryBudgetFailsWithTheProposalAsNearestPassing) {
+  const GraphsGateResult r = Gate(Spec("250MiB"));
+  EXPECT_EQ(r.decision, GateDecision::kFail);
+  const GateCheck& mem = r.checks[1];
+  EXPECT_EQ(mem.name, "memory");
+  EXPECT_EQ(mem.reason, "graphs take 300 MiB, over the 250 MiB budget");
+  EXPECT_EQ(mem.nearest_passing, "buckets [3, 20] (7.12 ms expected step, 200 MiB)");
+}
+
+TEST(GraphsGate, MissingEvidenceHolds) {
+  std::string text = Spec();
+  text.erase(0, std::string(kIdentity).size());
+  EXPECT_EQ(Gate(text).decision, GateDecision::kHold);
+  // Batch 40 is beyond the measured GPU table (up to 32): hold, never extrapolate.
+  const GraphsGateResult r = Gate(Spec("1GiB", "{1: 0.5, 40: 0.5}"));
+  EXPECT_EQ(r.decision, GateDecision::kHold);
+  EXPECT_EQ(r.checks[1].reason, "the gpu (or graph_memory) table does not cover batch 40: measure it");
+}
+
+TEST(GraphsGate, RangesSpreadTheirShare) {
+  Expected<GraphsSpec> spec = Read(Spec("1GiB", "{1: 2, 2-4: 6}"));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  ASSERT_EQ(spec->batches.size(), 4u);
+  EXPECT_DOUBLE_EQ(spec->batches[0].second, 0.25);  // shares are normalised
+  EXPECT_DOUBLE_EQ(spec->batches[1].second, 0.25);
+  EXPECT_EQ(spec->batches[3].first, 4);
+}
+
+TEST(GraphsGate, InputErrorsAreLocated) {
+  Expected<GraphsSpec> bad = Read(Spec("1GiB", "{1: 0.5, 4-2: 0.5}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("batches.4-2: expected a range low-high with low <= high, got '4-2'"));
+  bad = Read(Spec("1GiB", "{1-4: 0.5, 3: 0.5}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("batch size 3 is named twice"));
+  bad = Read(Spec("1GiB", "{one: 1}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("expected a batch size between 1 and 65536"));
+}
+
+}  // namespace
+}  // namespace fleetplan
