@@ -23,9 +23,11 @@ constexpr const char* kSeedRounds =
 
 class SpeculationVerb : public ::testing::Test {
  protected:
+  // In the test process's private scratch folder.
   std::string Write(const std::string& name, const std::string& text) {
-    std::ofstream(name) << text;
-    return name;
+    const std::string path = ::testing::TempDir() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
   }
 };
 

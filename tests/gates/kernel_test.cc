@@ -166,7 +166,8 @@ slo:
 
 class KernelWorkload : public ::testing::Test {
  protected:
-  void SetUp() override { std::ofstream("scenario.yaml") << kScenario; }
+  void SetUp() override { std::ofstream(Dir() + "/scenario.yaml") << kScenario; }
+  static std::string Dir() { return ::testing::TempDir(); }
 };
 
 TEST_F(KernelWorkload, SimulatesTheScenarioBothWaysAndGoodputDecides) {
@@ -175,7 +176,7 @@ TEST_F(KernelWorkload, SimulatesTheScenarioBothWaysAndGoodputDecides) {
                            "  scenario: scenario.yaml\n"
                            "  candidate: {block_tokens: 32, step_model: {kind: affine, prefill: {base: 5ms, per_token: "
                            "0.02ms}, decode: {base: 7ms, per_seq: 0.1ms}}}\n";
-  Expected<KernelSpec> spec = Read(text);
+  Expected<KernelSpec> spec = Read(text, Dir());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   ASSERT_TRUE(spec->baseline && spec->candidate);
   EXPECT_EQ(spec->baseline->block_tokens, 16);
@@ -191,7 +192,7 @@ TEST_F(KernelWorkload, SimulatesTheScenarioBothWaysAndGoodputDecides) {
   EXPECT_EQ(j["workload"]["candidate_changes"]["block_tokens"], 32);
   EXPECT_TRUE(j["workload"]["baseline"].contains("kv_capacity_tokens"));
   // Deterministic: the same file gives the same report.
-  Expected<KernelSpec> again = Read(text);
+  Expected<KernelSpec> again = Read(text, Dir());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(ToJson(RunKernelGate(*again)), j);
 }
@@ -200,7 +201,7 @@ TEST_F(KernelWorkload, AStricterGoodputPolicyFailsWithTheNeededGoodput) {
   const std::string text = std::string("policy: {min_goodput_gain: 50%}\n") + Full() +
                            "workload: {scenario: scenario.yaml, candidate: {block_tokens: 16, step_model: {kind: "
                            "affine, prefill: {base: 5ms, per_token: 0.03ms}, decode: {base: 8ms, per_seq: 0.1ms}}}}\n";
-  Expected<KernelSpec> spec = Read(text);
+  Expected<KernelSpec> spec = Read(text, Dir());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   // The candidate equals the baseline: no gain, and the policy wants +50%.
   EXPECT_EQ(spec->candidate->goodput_rps, spec->baseline->goodput_rps);
