@@ -233,11 +233,15 @@ std::string Stat(const Json& figures, const std::string& key, int decimals) {
   return fmt::format("{:.{}f}±{:.{}f}", mean, decimals, (Upper(s) - Lower(s)) / 2, decimals);
 }
 
-std::string ValuesText(const Json& values) {
+// "deployment.replicas=4 router.policy=cache-aware", in the spec's axis order.
+std::string ValuesText(const Json& values, const Json& spec) {
   std::string out;
-  for (auto it = values.begin(); it != values.end(); ++it) {
+  for (const Json& axis : spec["axes"]) {
+    const std::string path = axis["path"].get<std::string>();
+    if (!values.contains(path)) continue;
+    const Json& v = values[path];
     if (!out.empty()) out += " ";
-    out += fmt::format("{}={}", it.key(), it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    out += fmt::format("{}={}", path, v.is_string() ? v.get<std::string>() : v.dump());
   }
   return out.empty() ? "(base)" : out;
 }
@@ -320,12 +324,12 @@ Expected<Json> SummarizeSweep(const Json& spec, std::vector<Json> rows) {
     if (!c.contains("max_rate")) continue;
     if (!c["max_rate"]["monotone"].get<bool>()) {
       notes.push_back(fmt::format("configuration {} ({}): attainment is not monotone in rate; read its probes",
-                                  c["configuration"].get<int64_t>(), ValuesText(c["values"])));
+                                  c["configuration"].get<int64_t>(), ValuesText(c["values"], spec)));
     }
     if (!c["max_rate"]["seeds_agree"].get<bool>()) {
       notes.push_back(fmt::format("configuration {} ({}): seeds disagree on the bracket (one fails below another's "
                                   "pass); the max rate is uncertain beyond its interval",
-                                  c["configuration"].get<int64_t>(), ValuesText(c["values"])));
+                                  c["configuration"].get<int64_t>(), ValuesText(c["values"], spec)));
     }
   }
   for (const char* objective : {"goodput_per_gpu", "fewest_gpus", "max_rate_per_gpu"}) {
@@ -398,11 +402,13 @@ std::string SweepText(const Json& sweep) {
   }
   out += fmt::format("targets (attainment, {}): {}\n", spec["targets_source"].get<std::string>(), targets.empty() ? "none" : targets);
   const std::string pareto_class = sweep["pareto"]["class"].get<std::string>();
+  out += fmt::format("columns: means over seeds, ± the 95% interval's half-width; ttft p99 ms is the {} class's\n",
+                     pareto_class);
   out += fmt::format("\n{:>4}  {:>5}  {:>14}  {:>14}  {:>16}  {:>14}  {:<5}  {}\n", "cfg", "gpus", "goodput/s",
-                     "goodput/GPU", fmt::format("{} ttft p99", pareto_class).substr(0, 16),
+                     "goodput/GPU", "ttft p99 ms",
                      spec.contains("search") ? "max rate/s" : "attainment", "meets", "values");
   for (const Json& c : sweep["configurations"]) {
-    const std::string values = ValuesText(c["values"]);
+    const std::string values = ValuesText(c["values"], spec);
     if (c["status"] != "ok") {
       const std::string reason = c["reason"].get<std::string>();
       out += fmt::format("{:>4}  {}: {}  {}\n", c["configuration"].get<int64_t>(), c["status"].get<std::string>(),
@@ -424,7 +430,7 @@ std::string SweepText(const Json& sweep) {
       continue;
     }
     out += fmt::format("  {:<17} configuration {} ({}), {} GPUs, {} {}{}\n", it.key(), b["configuration"].get<int64_t>(),
-                       ValuesText(b["values"]), b["gpus"].get<int64_t>(), b["figure"].get<std::string>(),
+                       ValuesText(b["values"], spec), b["gpus"].get<int64_t>(), b["figure"].get<std::string>(),
                        Stat(Json{{"x", b["value"]}}, "x", 3),
                        b["verdict"] == "tie" ? fmt::format(" — a tie with {}", b["tied_with"].dump()) : "");
   }
