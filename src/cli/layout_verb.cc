@@ -178,7 +178,8 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
   AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`)");
   f.model.option->required();
   AddText(cmd, f.cluster, "--cluster",
-          "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g");
+          "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g "
+          "(at most 2048 nodes: docs/limits.md)");
   f.cluster.option->required();
   AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default bf16)");
   AddText(cmd, f.kv_dtype, "--kv-dtype", "KV-cache format (default bf16)");

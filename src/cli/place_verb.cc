@@ -95,7 +95,8 @@ void RegisterPlaceVerb(CLI::App& app, VerbAction& action) {
                          "Exit 0 all placed, 1 some unplaced, 2 usage, 3 invalid input.");
   auto flags = std::make_shared<PlaceFlags>();
   PlaceFlags& f = *flags;
-  cmd->add_option("--cluster", f.cluster, "Cluster file (YAML) or short form, e.g. 2x8xh100-sxm-80g")->required();
+  cmd->add_option("--cluster", f.cluster, "Cluster file (YAML) or short form, e.g. 2x8xh100-sxm-80g (at most 2048 nodes: docs/limits.md)")
+      ->required();
   f.requests_option =
       cmd->add_option("--requests", f.requests, "Requests file (YAML): allocations and groups to place");
   f.sizes_option = cmd->add_option("--sizes", f.sizes, "Node-local groups to place, by size, e.g. 1,1,2,4");

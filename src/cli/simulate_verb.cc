@@ -16,7 +16,7 @@ namespace {
 
 struct SimulateFlags {
   std::string scenario;
-  std::string out;
+  std::optional<std::string> out;
   std::string seed;
   std::string requests;
   std::string duration;
@@ -44,7 +44,10 @@ Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err)
   }
   FP_ASSIGN_OR_RETURN(Scenario scenario, f.scenario.empty() ? LoadAtlasScenario() : LoadScenario(f.scenario));
   RunOptions opt;
-  if (!f.out.empty()) opt.out_dir = f.out;
+  if (f.out) {
+    if (f.out->empty()) return UsageError("--out: expected a folder name, got '' (leave --out out for output.dir)");
+    opt.out_dir = *f.out;
+  }
   if (!f.seed.empty()) {
     FP_ASSIGN_OR_RETURN(int64_t seed, ParseCount("--seed", f.seed, 0));
     opt.seed = static_cast<uint64_t>(seed);
@@ -86,8 +89,13 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
   sub->add_option("scenario", flags->scenario, "Scenario YAML file (format: docs/scenario.md)");
   sub->add_option("--out", flags->out, "Output folder (default: the scenario's output.dir)");
   sub->add_option("--seed", flags->seed, "Master seed (default: the scenario's seed)");
-  sub->add_option("--requests", flags->requests, "Stop the workload after N requests");
-  sub->add_option("--duration", flags->duration, "Stop arrivals after this simulated time, e.g. 2m");
+  // Exclusive, as in the trace verbs: each replaces both of the scenario's limits.
+  auto* requests = sub->add_option("--requests", flags->requests,
+                                   "Stop the workload after N requests (replaces the scenario's duration/requests)");
+  auto* duration = sub->add_option("--duration", flags->duration,
+                                   "Stop arrivals after this simulated time, e.g. 2m (replaces the scenario's "
+                                   "duration/requests)");
+  requests->excludes(duration);
   sub->add_flag("--json", flags->json, "Print report.json to stdout instead of the table");
   sub->add_flag("--print-scenario", flags->print_scenario, "Print the built-in Atlas scenario YAML and exit");
   sub->add_flag("--no-requests", flags->no_requests, "Do not write requests.jsonl");
@@ -96,7 +104,10 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
   sub->footer(
       "Outputs (under --out or output.dir): report.json (canonical, byte-identical for the same\n"
       "scenario and seed), requests.jsonl (one record per request; `fleetplan report` reads it),\n"
-      "timeline.json (Chrome trace events: open in Perfetto).\n"
+      "timeline.json (Chrome trace events: open in Perfetto). A file not written this run\n"
+      "(--no-requests, --no-timeline) is removed if an earlier run left it there.\n"
+      "Limits (tokens per request, users, file sizes, nesting; how outputs are written):\n"
+      "docs/limits.md.\n"
       "What a scenario can describe beyond one pool of replicas (docs/scenario.md): prefill/decode\n"
       "pools (deployment.pools, deployment.disaggregation), KV transfer fault drills\n"
       "(faults.kv_transfer), hot-prefix replication (router.replication), LoRA adapters\n"

@@ -262,7 +262,8 @@ void AddLimitFlags(CLI::App* cmd, TraceFlags& f, const std::string& what) {
 template <typename Run>
 void SetAction(CLI::App* cmd, std::shared_ptr<TraceFlags> flags, VerbAction& action, Run run) {
   cmd->callback([flags, &action, run] {
-    action = [flags, run](std::ostream& out, std::ostream& /*err*/) { return run(*flags, out); };
+    // With `-o -` the trace itself is standard output, so the verb's own summary goes to stderr.
+    action = [flags, run](std::ostream& out, std::ostream& err) { return run(*flags, flags->output == "-" ? err : out); };
   });
 }
 
@@ -277,7 +278,7 @@ void RegisterTraceVerb(CLI::App& app, VerbAction& action) {
   CLI::App* gen = trace->add_subcommand(
       "gen", "Write the scenario's synthetic workload as a fleetplan JSONL trace (open loop only).");
   gen->add_option("SCENARIO", gen_flags->input, "Scenario file (YAML) with a `workload:` section")->required();
-  gen->add_option("-o,--output", gen_flags->output, "Trace file to write (fleetplan JSONL)")->required();
+  gen->add_option("-o,--output", gen_flags->output, "Trace file to write (fleetplan JSONL; - for stdout)")->required();
   AddLimitFlags(gen, *gen_flags, " (replaces the scenario's duration/requests)");
   gen->add_option("--seed", gen_flags->seed, "Master seed (default: the scenario's `seed:`)");
   gen->add_flag("--json", gen_flags->json, "Print JSON instead of text");
@@ -297,7 +298,7 @@ void RegisterTraceVerb(CLI::App& app, VerbAction& action) {
   auto convert_flags = std::make_shared<TraceFlags>();
   CLI::App* convert = trace->add_subcommand("convert", "Convert a trace to fleetplan JSONL.");
   convert->add_option("IN", convert_flags->input, "Trace file to read")->required();
-  convert->add_option("-o,--output", convert_flags->output, "Trace file to write (fleetplan JSONL)")->required();
+  convert->add_option("-o,--output", convert_flags->output, "Trace file to write (fleetplan JSONL; - for stdout)")->required();
   AddReadFlags(convert, *convert_flags);
   AddLimitFlags(convert, *convert_flags, "");
   convert->add_flag("--json", convert_flags->json, "Print JSON instead of text");

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "core/utf8.h"
+#include "fleetplan/core/output_file.h"
 
 namespace fleetplan {
 namespace {
@@ -85,33 +86,6 @@ Expected<std::string> Dump(const Json& value, int indent) {
   }
 }
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
-
-Status WriteAll(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return InternalError(ErrnoText(errno));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) return InternalError(ErrnoText(errno));
-  return Status::Ok();
-}
-
-// Opens a fresh temp file next to `path` (O_EXCL, so concurrent writers never share one).
-int OpenTemp(const std::string& path, std::string& temp) {
-  static std::atomic<uint64_t> counter{0};  // unique names within the process
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    temp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter.fetch_add(1));
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
-  }
-  return -1;
-}
-
 }  // namespace
 
 Expected<std::string> CanonicalJson(const Json& value) { return Dump(value, -1); }
@@ -135,34 +109,11 @@ double RoundForReport(double v, int digits) {
   return rounded == 0.0 ? 0.0 : rounded;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  const auto fail = [&](std::string_view why) {
-    return InvalidInput(fmt::format("cannot write '{}': {}", path, why));
-  };
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) return fail(ec.message());
-  }
-  std::string temp;
-  const int fd = OpenTemp(path, temp);
-  if (fd < 0) return fail(ErrnoText(errno));
-  Status written = WriteAll(fd, text);
-  if (::close(fd) != 0 && written.ok()) written = InternalError(ErrnoText(errno));
-  if (written.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
-    written = InternalError(ErrnoText(errno));
-  }
-  if (!written.ok()) {
-    ::unlink(temp.c_str());
-    return fail(written.message());
-  }
-  return Status::Ok();
-}
+Status WriteFileAtomic(const std::string& path, const std::string& text) { return WriteOutputFile(path, text); }
 
 Expected<std::string> ReadFile(const std::string& path) {
   const auto fail = [&](int err) {
-    return InvalidInput(fmt::format("cannot read '{}': {}", path, ErrnoText(err)));
+    return InvalidInput(fmt::format("cannot read '{}': {}", path, std::generic_category().message(err)));
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(errno);

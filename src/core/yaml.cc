@@ -26,6 +26,7 @@
 
 #include "core/utf8.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/core/units_parse.h"
 
 namespace fleetplan {
@@ -258,6 +259,14 @@ class TreeBuilder final : public YAML::EventHandler {
 
   void Open(Value& v, YAML::anchor_t anchor) {
     if (!CheckExpansion(v.line, v.byte_column)) return;
+    // Our own limit, far below yaml-cpp's (about 500, where the stack is the limit).
+    if (stack_.size() >= static_cast<std::size_t>(kMaxNestingDepth)) {
+      Fail(v.line, v.byte_column, NextChildPath(),
+           fmt::format("collections nested more than {} deep (fleetplan's limit; no input of ours "
+                       "needs more than a few levels)",
+                       kMaxNestingDepth));
+      return;
+    }
     RegisterAnchor(anchor, v, true);
     stack_.push_back(Frame{&v, anchor, NextChildPath(), nullptr, {}});
   }
@@ -386,6 +395,21 @@ std::vector<std::size_t> LineStarts(std::string_view text) {
   return starts;
 }
 
+// Rejects a line longer than kMaxYamlLineBytes before yaml-cpp sees it (a megabyte-long
+// flow collection on one line takes yaml-cpp seconds and hundreds of MB).
+Status CheckLineLengths(const State& state) {
+  for (std::size_t i = 0; i < state.line_starts.size(); ++i) {
+    const std::size_t end = i + 1 < state.line_starts.size() ? state.line_starts[i + 1] : state.text.size();
+    if (end - state.line_starts[i] <= kMaxYamlLineBytes) continue;
+    SourceLocation loc{state.display_name, static_cast<int>(i) + 1, 0, ""};
+    return LocatedError(loc, "",
+                        fmt::format("line {} has {} bytes; fleetplan reads YAML lines of at most {} KiB (break "
+                                    "long flow collections into block style)",
+                                    i + 1, end - state.line_starts[i], kMaxYamlLineBytes >> 10));
+  }
+  return Status::Ok();
+}
+
 Status Parse(State& state) {
   TreeBuilder builder(state);
   std::istringstream in(state.text);
@@ -395,6 +419,7 @@ Status Parse(State& state) {
       parser.HandleNextDocument(builder);  // a second document is an error
     }
   } catch (const YAML::DeepRecursion& e) {
+    if (!builder.status().ok()) return builder.status();  // our own depth limit came first
     // yaml-cpp 0.7 gives this one the message "bad file"; say what happened instead.
     return LocatedError(state.Locate(e.mark.line, e.mark.column), "",
                         "invalid YAML: collections nested too deeply (yaml-cpp's limit is "
@@ -478,10 +503,16 @@ Expected<YamlDocument> YamlDocument::LoadFile(const std::string& path) {
 Expected<YamlDocument> YamlDocument::LoadString(std::string_view text, std::string display_name) {
   constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";  // yaml-cpp skips it too
   if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
+  if (text.size() > kMaxYamlFileBytes) {
+    return LocatedError(SourceLocation{display_name, 0, 0, ""}, "",
+                        fmt::format("the file has {} bytes; fleetplan reads YAML files of at most {} MiB",
+                                    text.size(), kMaxYamlFileBytes >> 20));
+  }
   auto state = std::make_shared<State>();
   state->display_name = std::move(display_name);
   state->text = std::string(text);
   state->line_starts = LineStarts(state->text);
+  FP_RETURN_IF_ERROR(CheckLineLengths(*state));
   FP_RETURN_IF_ERROR(CheckEncoding(*state));
   FP_RETURN_IF_ERROR(Parse(*state));
   return YamlDocument(std::move(state));

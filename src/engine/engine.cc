@@ -231,6 +231,12 @@ Duration Engine::PredictedDecodeStep(int64_t context) const {
 void Engine::Submit(const Request& r, SimTime now) {
   FP_ASSERT(r.output_tokens >= 1 && r.prompt_tokens() >= 1);
   const auto& s = config_.scheduler;
+  if (config_.max_context > 0 && r.prompt_tokens() + r.output_tokens > config_.max_context) {
+    Reject(r, now, fmt::format("context: {} tokens (prompt {} + output {}) exceed the model's max_context of {}",
+                               r.prompt_tokens() + r.output_tokens, r.prompt_tokens(), r.output_tokens,
+                               config_.max_context));
+    return;
+  }
   if (s.max_waiting > 0 && waiting_count() >= s.max_waiting) {
     Reject(r, now, fmt::format("waiting queue full ({} requests)", s.max_waiting));
     return;

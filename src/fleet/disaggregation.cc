@@ -31,7 +31,9 @@ double PercentileMs(std::vector<int64_t> v, double q) {
   return RoundForReport(static_cast<double>(v[std::max<size_t>(rank, 1) - 1]) / 1e6);
 }
 
+// Count and quantiles; the quantiles are null (not 0) when there are no values.
 Json Quantiles(const std::vector<int64_t>& v) {
+  if (v.empty()) return Json{{"count", 0}, {"p50_ms", nullptr}, {"p99_ms", nullptr}};
   return Json{{"count", v.size()}, {"p50_ms", PercentileMs(v, 0.5)}, {"p99_ms", PercentileMs(v, 0.99)}};
 }
 

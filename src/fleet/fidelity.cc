@@ -12,6 +12,7 @@
 
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/perf/kernel_table.h"
@@ -76,6 +77,7 @@ Status ReadMeta(const std::string& dir, MeasuredRun* run, int64_t* num_requests)
   const std::string path = (fs::path(dir) / "meta.json").string();
   if (!fs::is_regular_file(path)) return MetaError(path, "", "missing file: a run directory needs meta.json");
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
   const Json meta = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (meta.is_discarded() || !meta.is_object()) return MetaError(path, "", "not a JSON object");
   if (!meta.contains("model") || !meta["model"].is_string()) return MetaError(path, "model", "missing required string field");
@@ -175,6 +177,7 @@ Status ReadLink(const std::string& dir, MeasuredRun* run) {
     return Status::Ok();
   }
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return MetaError(path, "", "not a JSON object");
   for (const char* key : {"link_bw", "link_latency"}) {
@@ -432,6 +435,7 @@ std::string DefaultProfileDir(const MeasuredRun& run) {
 
 Expected<Calibration> LoadCalibration(const std::string& path) {
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return MetaError(path, "", "not a JSON object");
   static const std::vector<std::string> kKeys = {"fitted_on", "gpu_time_scale", "host_overhead_us", "method", "schema"};

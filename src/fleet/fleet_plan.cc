@@ -108,6 +108,7 @@ FleetSetup FleetPlan::Setup() const {
   for (const BoundPool& p : pools) {
     EngineConfig e = engine;
     e.kv_blocks = p.kv.kv_blocks_per_replica;
+    e.max_context = p.fit.context;  // model.max_context, as the scenario gives or defaults it
     e.cuda_graphs = cuda_graphs;
     const int64_t gpus = p.fit.memory.layout.gpus();
     ReplicaSetup r{e, p.cost, p.role, p.kv.kv_bytes_per_token_per_rank.count() * gpus, 0};

@@ -15,6 +15,7 @@
 #include "fleetplan/metrics/record.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/metrics/report.h"
+#include "fleetplan/workload/generator.h"
 #include "fleetplan/workload/trace.h"
 
 namespace fleetplan {
@@ -46,6 +47,7 @@ RequestRecord ToRecord(const RequestOutcome& o) {
   r.input_tokens = o.input_tokens;
   r.output_tokens = o.output_tokens;
   if (o.output_tokens >= 2) r.itl_max = o.itl_max;
+  if (o.status != RequestStatus::kOk) r.reason = o.reason;
   return r;
 }
 
@@ -221,9 +223,11 @@ std::string ReplicaLine(const ReplicaResult& r, Duration span, bool pooled) {
   const int64_t handed_off = r.figures.handed_off;
   const std::string handoffs = handed_off > 0 ? fmt::format(", prompts handed off {}", handed_off) : "";
   const std::string state = r.state != ReplicaState::kReady ? fmt::format(" ({})", ReplicaStateName(r.state)) : "";
-  return fmt::format("  replica {}{}{}: routed {}, completed {}{}, busy {:.1f}%, max queue {}, TTFT p99 {:.1f} ms\n",
+  // "-", not 0.0, when no request got a first token here.
+  const std::string p99 = r.figures.ttft_ns.empty() ? "-" : fmt::format("{:.1f} ms", r.ttft_p99_ms);
+  return fmt::format("  replica {}{}{}: routed {}, completed {}{}, busy {:.1f}%, max queue {}, TTFT p99 {}\n",
                      r.id, role, state, r.figures.routed, r.engine.completed - handed_off, handoffs,
-                     100.0 * BusyFraction(r.engine, span), r.figures.max_queue_depth, r.ttft_p99_ms);
+                     100.0 * BusyFraction(r.engine, span), r.figures.max_queue_depth, p99);
 }
 
 std::string ReplicaLines(const FleetResult& r, bool pooled) {
@@ -245,6 +249,18 @@ std::string ReplicaLines(const FleetResult& r, bool pooled) {
   return out + fmt::format("  ... {} replicas in all: the busiest and the least busy above; report.json `replicas` "
                            "has every one\n",
                            reps.size());
+}
+
+// Removes `path` when this run does not write it and it is a regular file (an earlier
+// run's output); anything else there is left alone.
+Status RemoveStale(const std::string& path, bool written, std::vector<std::string>* removed) {
+  std::error_code ec;
+  if (written || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return Status::Ok();
+  if (!std::filesystem::remove(path, ec) || ec) {
+    return InvalidInput(fmt::format("cannot remove '{}' from an earlier run: {}", path, ec.message()));
+  }
+  removed->push_back(path);
+  return Status::Ok();
 }
 
 std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult& r,
@@ -308,16 +324,23 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
 
   RunSink sink(&builder, source.get());
   std::vector<std::string> files;
+  std::vector<std::string> removed;
   const std::string dir = opt.out_dir.value_or(plan.output.dir);
   std::unique_ptr<TimelineWriter> timeline;
   if (opt.write_files) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return InvalidInput(fmt::format("cannot create output folder '{}': {}", dir, ec.message()));
-    if (opt.write_requests.value_or(plan.output.requests)) {
+    const bool requests = opt.write_requests.value_or(plan.output.requests);
+    const bool timelines = opt.write_timeline.value_or(plan.output.timeline);
+    // The folder describes one run: a file this run does not write, left by an earlier
+    // run, is removed (and said so) rather than left beside the new report.json.
+    FP_RETURN_IF_ERROR(RemoveStale(dir + "/requests.jsonl", requests, &removed));
+    FP_RETURN_IF_ERROR(RemoveStale(dir + "/timeline.json", timelines, &removed));
+    if (requests) {
       FP_RETURN_IF_ERROR(sink.OpenRecords(dir + "/requests.jsonl"));
     }
-    if (opt.write_timeline.value_or(plan.output.timeline)) {
+    if (timelines) {
       FP_ASSIGN_OR_RETURN(timeline, TimelineWriter::Open(dir + "/timeline.json", static_cast<int32_t>(plan.replicas()),
                                                          &source->names()));
       sink.SetTimeline(timeline.get());
@@ -353,6 +376,16 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   }
   FP_ASSIGN_OR_RETURN(Report report, std::move(builder).Finish());
   report.notes.insert(report.notes.end(), plan.notes.begin(), plan.notes.end());
+  // What the generator adjusted, as `trace gen` reports it: never silent.
+  if (const auto* gen = dynamic_cast<const GeneratorSource*>(source.get())) {
+    const GeneratorAdjustments& adj = gen->adjustments();
+    for (const auto& [path, count] : adj.capped_draws) {
+      report.notes.push_back(fmt::format("adjusted: {} draws of {} capped at its max", count, path));
+    }
+    if (adj.sessions_cut > 0) {
+      report.notes.push_back(fmt::format("adjusted: {} sessions cut by the end of the workload", adj.sessions_cut));
+    }
+  }
   const Duration span = sim->end_time() - sim->first_arrival();
   FleetResult fleet = Collect(*sim, std::move(report), span);
 
@@ -384,6 +417,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
     if (timeline) files.push_back(dir + "/timeline.json");
   }
   result.summary = SummaryText(plan, seed, fleet, files);
+  for (const auto& f : removed) result.summary += fmt::format("removed {} (from an earlier run; not written by this one)\n", f);
   result.result = std::move(fleet);
   result.report = std::move(j);
   result.files = std::move(files);

@@ -263,6 +263,40 @@ Status ReadOutput(const YamlNode& node, Scenario& s) {
   return Status::Ok();
 }
 
+// A generated class whose every request is longer than the model's context window is an
+// input error; one that only may be (a distribution reaching past it) is noted, and those
+// requests are rejected at run time with a reason starting "context", as for traces.
+Status CheckContext(const YamlNode& workload, Scenario& s) {
+  const int64_t max_context = s.fit.context;  // model.max_context as given, else the catalog's
+  if (max_context <= 0) return Status::Ok();
+  for (const ClassSpec& c : s.workload.classes) {
+    int64_t least = c.output_tokens.MinTokens();
+    int64_t most = c.output_tokens.MaxTokens();
+    bool bounded = c.output_tokens.HasKnownMax();
+    for (const SegmentSpec& segment : c.prompt) {
+      if (!segment.tokens) {  // history: the previous turns, unbounded here
+        bounded = false;
+        continue;
+      }
+      least += segment.tokens->MinTokens();
+      most += segment.tokens->MaxTokens();
+      bounded = bounded && segment.tokens->HasKnownMax();
+    }
+    const YamlNode node = workload["classes"][c.name];
+    if (least > max_context) {
+      return node.Error(fmt::format("every request of this class has at least {} tokens (prompt + output), more "
+                                    "than model.max_context ({}); shorten the prompt or the output",
+                                    least, max_context));
+    }
+    if (bounded && most > max_context) {
+      s.derived.push_back(fmt::format("workload.classes.{}: requests of up to {} tokens can exceed "
+                                      "model.max_context ({}); those are rejected (reason \"context\")",
+                                      c.name, most, max_context));
+    }
+  }
+  return Status::Ok();
+}
+
 Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest) {
   Scenario s;
   s.document = doc;
@@ -302,6 +336,7 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   FP_RETURN_IF_ERROR(ReadEngine(root["engine"], s));
   FP_RETURN_IF_ERROR(ReadRouter(root["router"], s));
   FP_ASSIGN_OR_RETURN(s.workload, ParseWorkloadSpec(root["workload"]));
+  FP_RETURN_IF_ERROR(CheckContext(root["workload"], s));
   FP_RETURN_IF_ERROR(section::ReadEvents(root["workload"]["events"], s));
   if (s.workload.adapters && !s.adapters.enabled) {
     s.derived.push_back("engine.adapters: not given; adapters load instantly and take no memory");

@@ -434,7 +434,8 @@ Json Simulation::ReplicaReportJson(Duration span, Json* engine_replicas) {
     Json j{{"replica", i},
            {"routed", f.routed},
            {"max_queue_depth", f.max_queue_depth},
-           {"ttft_p99_ms", PercentileMs(f.ttft_ns, 0.99)},
+           // null, not 0, when no request got a first token here: an empty distribution has no p99.
+           {"ttft_p99_ms", f.ttft_ns.empty() ? Json() : Json(PercentileMs(f.ttft_ns, 0.99))},
            {"mean_matched_prefix_tokens",
             f.routed > 0 ? static_cast<double>(f.matched_prefix_tokens) / static_cast<double>(f.routed) : 0.0},
            {"mean_queued_work_ms", MeanMs(f.queued_work, f.routed)},

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/limits.h"
+
 #include <charconv>
 #include <system_error>
 
@@ -303,7 +305,7 @@ bool JsonCursor::ReadNull() {
 bool JsonCursor::SkipValue() { return SkipValueAt(0); }
 
 bool JsonCursor::SkipValueAt(int depth) {
-  if (depth > kMaxDepth) return Fail(pos_, "JSON nested too deeply");
+  if (depth > kMaxDepth) return Fail(pos_, JsonNestingMessage(kMaxDepth));
   std::string_view s;
   JsonNumber num;
   bool b = false;

@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include "fleetplan/core/limits.h"
+
 namespace fleetplan::metrics_detail {
 
 enum class JsonType { kEnd, kNull, kBool, kNumber, kString, kArray, kObject, kInvalid };
@@ -62,7 +64,7 @@ class JsonCursor {
   size_t error_offset() const { return error_offset_; }
   const std::string& error_message() const { return error_; }
 
-  static constexpr int kMaxDepth = 64;  // deeper nesting is no record format of ours
+  static constexpr int kMaxDepth = kMaxNestingDepth;  // deeper nesting is no record format of ours
 
  private:
   bool FailTruncated();

@@ -18,12 +18,12 @@ namespace {
 enum Key : size_t {
   kId, kClass, kTenant, kArrival, kFirstToken, kFinish, kStatus,
   kInputTokens, kOutputTokens, kItlMs, kItlMaxMs, kValid, kReplica, kMatchedPrefixTokens,
-  kQueueAgeAtAssignment, kKeyCount
+  kQueueAgeAtAssignment, kReason, kKeyCount
 };
 constexpr std::array<std::string_view, kKeyCount> kKeys = {
     "id",           "class",        "tenant",        "arrival_s",  "first_token_s", "finish_s",
     "status",       "input_tokens", "output_tokens", "itl_ms",     "itl_max_ms",    "valid",
-    "replica",      "matched_prefix_tokens",         "queue_age_at_assignment_ms"};
+    "replica",      "matched_prefix_tokens",         "queue_age_at_assignment_ms", "reason"};
 constexpr std::array<Key, 8> kRequired = {kId,     kClass,       kArrival,     kFirstToken,
                                           kFinish, kStatus,      kInputTokens, kOutputTokens};
 
@@ -103,6 +103,12 @@ class LineParser {
         Duration age;
         if (!ReadMillis(c, &age)) return false;
         record_.queue_age_at_assignment = age;
+        return true;
+      }
+      case kReason: {
+        std::string_view reason;
+        if (!ReadText(c, &reason)) return false;
+        record_.reason = std::string(reason);
         return true;
       }
       case kKeyCount: break;

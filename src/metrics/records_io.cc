@@ -99,6 +99,7 @@ void AppendRecordJsonl(const RequestRecord& r, const WorkloadNames& names, std::
     fmt::format_to(std::back_inserter(*out), ",\"queue_age_at_assignment_ms\":{}",
                    r.queue_age_at_assignment->millis());
   }
+  if (!r.reason.empty()) fmt::format_to(std::back_inserter(*out), ",\"reason\":{}", Json(r.reason).dump());
   out->append("}\n");
 }
 

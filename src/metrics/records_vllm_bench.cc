@@ -16,6 +16,7 @@
 
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/metrics/records_io.h"
 #include "metrics/json_cursor.h"
 #include "metrics/locate.h"
@@ -154,10 +155,12 @@ class VllmBenchReader : public RecordReader {
                    "time; give the window with --window");
     }
     const Json& d = doc.at("duration");
-    if (!d.is_number() || d.get<double>() <= 0) {
-      return at.At("duration", std::nullopt, fmt::format("expected a positive number of seconds, got {}", d.dump()));
+    const std::optional<Duration> duration = d.is_number() ? CheckedSeconds(d.get<double>()) : std::nullopt;
+    if (!duration || duration->ns() <= 0 || duration->seconds() >= kMaxSeconds) {
+      return at.At("duration", std::nullopt,
+                   fmt::format("expected a positive number of seconds below {:g}, got {}", kMaxSeconds, d.dump()));
     }
-    return std::optional<Duration>(Duration::FromSecondsRounded(d.get<double>()));
+    return std::optional<Duration>(*duration);
   }
 
   static Status ReadEntry(const Json& doc, size_t i, const Locator& at, Entry* e) {

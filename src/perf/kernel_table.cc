@@ -13,6 +13,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/limits.h"
 
 namespace fleetplan {
 
@@ -214,6 +215,9 @@ Status LoadSkewAlpha(const std::string& dir, int64_t tp, KernelTables* t) {
   const std::filesystem::path meta = std::filesystem::path(dir).parent_path() / "meta.json";
   if (!std::filesystem::is_regular_file(meta)) return Status::Ok();
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(meta.string()));
+  if (FindJsonNestingBeyond(text) != std::string::npos) {
+    return InvalidInput(fmt::format("{}: {}", meta.string(), JsonNestingMessage()));
+  }
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidInput(fmt::format("{}: not valid JSON", meta.string()));
   const Json::json_pointer ptr("/skew_fit/per_tp/" + std::to_string(tp) + "/alpha_default");

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/core/units_parse.h"
 
 namespace fleetplan {
@@ -137,6 +138,10 @@ class Reader {
       FP_ASSIGN_OR_RETURN(const std::vector<YamlNode> nodes, r["nodes"].Items());
       if (nodes.empty()) return r["nodes"].Error("expected at least one node, got an empty list");
       for (const YamlNode& n : nodes) {
+        if (static_cast<int64_t>(nodes_.size()) >= kMaxClusterNodes) {
+          return n.Error(fmt::format("more than {} nodes: fleetplan's limit for a cluster (docs/limits.md)",
+                                     kMaxClusterNodes));
+        }
         FP_ASSIGN_OR_RETURN(ClusterNode node, ReadNode(n));
         node.rack = static_cast<int64_t>(racks_.size());
         nodes_.push_back(std::move(node));
@@ -334,6 +339,10 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
   const size_t base = has_racks ? 1 : 0;
   FP_ASSIGN_OR_RETURN(const int64_t nodes, ShortCount(text, f.counts[base], "nodes per rack", kMaxClusterGpus));
   FP_ASSIGN_OR_RETURN(const int64_t gpus, ShortCount(text, f.counts[base + 1], "GPUs per node", kMaxGpusPerNode));
+  if (racks * nodes > kMaxClusterNodes) {
+    return InvalidInput(fmt::format("short form {}: {} nodes exceed fleetplan's limit of {} (docs/limits.md)",
+                                    QuoteValue(text), racks * nodes, kMaxClusterNodes));
+  }
   if (racks * nodes * gpus > kMaxClusterGpus) {
     return InvalidInput(fmt::format("short form {}: {} GPUs exceed the limit of {}", QuoteValue(text),
                                     racks * nodes * gpus, kMaxClusterGpus));

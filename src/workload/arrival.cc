@@ -10,12 +10,11 @@
 
 #include "fleetplan/core/distributions.h"
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/core/units_parse.h"
 
 namespace fleetplan {
 namespace {
-
-constexpr double kNanosPerSecond = 1e9;
 
 Status CheckRate(Rate rate) {
   if (!(rate.per_second > 0) || !std::isfinite(rate.per_second)) {
@@ -31,7 +30,9 @@ class RenewalArrivals final : public ArrivalProcess {
   RenewalArrivals(Gap gap, double rate, Json description)
       : gap_(std::move(gap)), rate_(rate), description_(std::move(description)) {}
   SimTime Next(RngStream& rng) override {
-    now_ += Duration::FromSecondsRounded(gap_.Sample(rng));
+    // A vanishing rate draws gaps of "never": saturate at the end of time (kMaxTimeNs),
+    // past any run's horizon, rather than overflow.
+    now_ = SaturatedAdd(now_, SaturatedSeconds(gap_.Sample(rng)));
     return now_;
   }
   std::unique_ptr<ArrivalProcess> Clone() const override {
@@ -53,7 +54,9 @@ class ConstantArrivals final : public ArrivalProcess {
   SimTime Next(RngStream& rng) override {
     (void)rng;
     ++count_;
-    return SimTime::FromNanos(std::llround(static_cast<double>(count_) * kNanosPerSecond / rate_));
+    const double ns = static_cast<double>(count_) * 1e9 / rate_;
+    if (!(ns < static_cast<double>(kMaxTimeNs))) return SimTime::FromNanos(kMaxTimeNs);  // "never"
+    return SimTime::FromNanos(std::llround(ns));
   }
   std::unique_ptr<ArrivalProcess> Clone() const override { return std::make_unique<ConstantArrivals>(rate_); }
   double MeanRate() const override { return rate_; }
@@ -71,9 +74,11 @@ class OnOffArrivals final : public ArrivalProcess {
   OnOffArrivals(Exponential gap, double rate, Duration on, Duration off)
       : gap_(gap), rate_(rate), on_(on), off_(off) {}
   SimTime Next(RngStream& rng) override {
-    on_time_ += Duration::FromSecondsRounded(gap_.Sample(rng));
+    on_time_ = SaturatedAdd(on_time_, SaturatedSeconds(gap_.Sample(rng)));
     const int64_t windows = on_time_.ns() / on_.ns();
-    return SimTime::FromNanos(on_time_.ns() + windows * off_.ns());
+    int64_t off_total = 0;
+    if (__builtin_mul_overflow(windows, off_.ns(), &off_total)) return SimTime::FromNanos(kMaxTimeNs);
+    return SaturatedAdd(on_time_, Duration::Nanos(off_total));
   }
   std::unique_ptr<ArrivalProcess> Clone() const override {
     return std::make_unique<OnOffArrivals>(gap_, rate_, on_, off_);

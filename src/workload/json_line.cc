@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/limits.h"
+
 namespace fleetplan::workload_internal {
 namespace {
 
@@ -256,6 +258,12 @@ void FlatJsonLine::AddDomNode(const Json& value, int column) {
 }
 
 bool FlatJsonLine::FallbackParse(std::string_view line) {
+  // The tree below is built recursively: bound the depth before parsing.
+  if (const size_t deep = FindJsonNestingBeyond(line); deep != std::string_view::npos) {
+    error_ = JsonNestingMessage();
+    error_column_ = static_cast<int>(deep) + 1;
+    return false;
+  }
   Json dom;
   try {
     dom = Json::parse(line);

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/core/units_parse.h"
 #include "workload/csv.h"
 #include "workload/yaml_util.h"
@@ -26,9 +27,21 @@ using workload_internal::ResolveAgainstYamlFile;
 using workload_internal::SplitCsvLine;
 using workload_internal::YamlToJson;
 
-// Largest token draw: 2^40 (~1.1e12) tokens is beyond any context window and keeps sums
-// of many draws far from int64 overflow. Draws above it saturate (and report capped).
-constexpr double kMaxDrawTokens = 1099511627776.0;
+// Largest token draw: kMaxRequestTokens (core/limits.h), the most any input may give for
+// one count, so a generated trace always reads back. Draws above it saturate (and report
+// capped).
+constexpr double kMaxDrawTokens = static_cast<double>(kMaxRequestTokens);
+
+// A token count written in the scenario: an integer in [1, kMaxRequestTokens].
+Expected<int64_t> ReadTokenCount(const YamlNode& node) {
+  FP_ASSIGN_OR_RETURN(int64_t v, node.AsIntAtLeast(1));
+  if (v > kMaxRequestTokens) {
+    return node.Error(fmt::format("expected at most {} tokens (fleetplan's limit for one count; see "
+                                  "docs/limits.md), got {}",
+                                  kMaxRequestTokens, v));
+  }
+  return v;
+}
 // Largest duration draw: 10^9 s (~31 years) keeps nanoseconds well inside int64.
 constexpr double kMaxDrawSeconds = 1e9;
 
@@ -65,8 +78,8 @@ Expected<SlotDistribution> ParseUniform(const YamlNode& node, SlotUnit unit) {
   double lo = 0;
   double hi = 0;
   if (unit == SlotUnit::kTokens) {
-    FP_ASSIGN_OR_RETURN(int64_t a, items[0].AsIntAtLeast(1));
-    FP_ASSIGN_OR_RETURN(int64_t b, items[1].AsIntAtLeast(1));
+    FP_ASSIGN_OR_RETURN(int64_t a, ReadTokenCount(items[0]));
+    FP_ASSIGN_OR_RETURN(int64_t b, ReadTokenCount(items[1]));
     lo = static_cast<double>(a);
     hi = static_cast<double>(b);
   } else {
@@ -228,7 +241,7 @@ Expected<ParsedSlot> ParseSlotMap(const YamlNode& node, SlotUnit unit) {
   const YamlNode max = node["max"];
   if (max.present()) {
     if (unit == SlotUnit::kTokens) {
-      FP_ASSIGN_OR_RETURN(out.cap, max.AsIntAtLeast(1));
+      FP_ASSIGN_OR_RETURN(out.cap, ReadTokenCount(max));
     } else {
       FP_ASSIGN_OR_RETURN(Duration cap, max.AsDuration());
       if (cap <= Duration()) return max.Error("expected a positive duration");
@@ -245,7 +258,7 @@ Expected<ParsedSlot> ParseSlot(const YamlNode& node, SlotUnit unit) {
   if (node.IsScalar()) {
     ParsedSlot out;
     if (unit == SlotUnit::kTokens) {
-      FP_ASSIGN_OR_RETURN(int64_t v, node.AsIntAtLeast(1));
+      FP_ASSIGN_OR_RETURN(int64_t v, ReadTokenCount(node));
       out.dist = FixedValue{v};
     } else {
       FP_ASSIGN_OR_RETURN(Duration d, node.AsDuration());
@@ -347,6 +360,26 @@ int64_t TokenSlot::Sample(RngStream& rng, bool* was_capped) const {
 }
 
 double TokenSlot::UncappedMean() const { return std::visit(MeanOf{}, dist_); }
+
+int64_t TokenSlot::MinTokens() const {
+  int64_t least = 1;
+  if (const auto* f = std::get_if<FixedValue>(&dist_)) least = f->value;
+  if (const auto* u = std::get_if<UniformRange>(&dist_)) least = static_cast<int64_t>(u->lo);
+  return cap_ > 0 ? std::min(least, cap_) : least;
+}
+
+bool TokenSlot::HasKnownMax() const {
+  return cap_ > 0 || std::holds_alternative<FixedValue>(dist_) || std::holds_alternative<UniformRange>(dist_) ||
+         std::holds_alternative<Zipf>(dist_);
+}
+
+int64_t TokenSlot::MaxTokens() const {
+  int64_t most = kMaxRequestTokens;
+  if (const auto* f = std::get_if<FixedValue>(&dist_)) most = f->value;
+  if (const auto* u = std::get_if<UniformRange>(&dist_)) most = static_cast<int64_t>(u->hi);
+  if (const auto* z = std::get_if<Zipf>(&dist_)) most = z->n();
+  return cap_ > 0 ? std::min(most, cap_) : most;
+}
 
 Json TokenSlot::Describe() const { return description_; }
 

@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 
+#include "fleetplan/core/limits.h"
 #include "fleetplan/workload/content.h"
 #include "workload/csv.h"
 #include "workload/trace_internal.h"
@@ -80,9 +81,15 @@ class CsvRowParser : public RowParser {
   const CsvField& Field(size_t column) const { return fields_[static_cast<size_t>(position_[column])]; }
   const std::string& Name(size_t column) const { return columns_[column].name; }
 
+  // A token count: an integer >= min, at most kMaxRequestTokens.
   Expected<int64_t> Int(const RowContext& ctx, size_t column, int64_t min, std::string_view hint = "") const {
     const CsvField& f = Field(column);
     const std::optional<int64_t> v = ParseInt64(f.text);
+    if (v && *v > kMaxRequestTokens) {
+      return ctx.Error(f.column, Name(column),
+                       fmt::format("expected at most {} tokens (fleetplan's limit per request), got {}",
+                                   kMaxRequestTokens, f.text));
+    }
     if (v && *v >= min) return *v;
     return ctx.Error(f.column, Name(column),
                      fmt::format("expected an integer >= {}, got {}{}", min, DescribeCsvValue(f.text), hint));

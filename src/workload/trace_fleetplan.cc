@@ -6,12 +6,15 @@
 #include <iterator>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <system_error>
 
 #include <fmt/format.h>
 
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/limits.h"
+#include "fleetplan/core/output_file.h"
 #include "fleetplan/workload/trace.h"
 #include "workload/json_fields.h"
 #include "workload/json_line.h"
@@ -78,6 +81,9 @@ class FleetplanRowParser final : public RowParser {
   bool has_header() const override { return true; }
 
   Status ParseHeader(const RowContext& ctx, WorkloadNames* names) override {
+    if (const size_t deep = FindJsonNestingBeyond(ctx.line); deep != std::string_view::npos) {
+      return ctx.Error(static_cast<int>(deep) + 1, "", JsonNestingMessage());
+    }
     Json header;
     try {
       header = Json::parse(ctx.line);
@@ -148,7 +154,7 @@ class FleetplanRowParser final : public RowParser {
       out->priority = static_cast<int32_t>(priority);
     }
     FP_RETURN_IF_ERROR(ReadPrompt(reader, node[kPrompt], out));
-    FP_ASSIGN_OR_RETURN(out->output_tokens, reader.Int(node[kOutputTokens], "output_tokens", 1));
+    FP_ASSIGN_OR_RETURN(out->output_tokens, reader.Int(node[kOutputTokens], "output_tokens", 1, kMaxRequestTokens));
     if (seen[kDeadlineNs]) {
       FP_ASSIGN_OR_RETURN(int64_t t, reader.Int(node[kDeadlineNs], "deadline_ns", arrival));
       out->deadline = SimTime::FromNanos(t);
@@ -200,7 +206,8 @@ class FleetplanRowParser final : public RowParser {
       const JsonNodeLite& tokens = reader.node(child + 2);
       const bool fast = seg.kind == JsonKind::kArray && seg.children == 2 && seg.subtree == 2 &&
                         (content.kind == JsonKind::kUInt || (content.kind == JsonKind::kInt && content.integer >= 0)) &&
-                        tokens.kind == JsonKind::kInt && tokens.integer >= 1;
+                        tokens.kind == JsonKind::kInt && tokens.integer >= 1 &&
+                        tokens.integer <= kMaxRequestTokens;
       if (fast) {
         out->prompt.push_back(PromptSegment{content.uinteger, tokens.integer});
         continue;
@@ -210,7 +217,7 @@ class FleetplanRowParser final : public RowParser {
       FP_RETURN_IF_ERROR(reader.Array(child, path, 2));
       FP_ASSIGN_OR_RETURN(uint64_t c, reader.UInt64(child + 1, path + "[0]"));
       const uint32_t second = json_.NextSibling(child + 1);
-      FP_ASSIGN_OR_RETURN(int64_t t, reader.Int(second, path + "[1]", 1));
+      FP_ASSIGN_OR_RETURN(int64_t t, reader.Int(second, path + "[1]", 1, kMaxRequestTokens));
       out->prompt.push_back(PromptSegment{c, t});
     }
     return Status::Ok();
@@ -322,11 +329,21 @@ TraceWriter::~TraceWriter() {
   }
 }
 
+// The output follows core/output_file.h: "-" is stdout, a new or regular file is replaced
+// atomically (header + body assembled next to it, then renamed), anything else (FIFO,
+// device, a symlink's non-regular target) is written through. The body is buffered in a
+// scratch file meanwhile: next to a regular target, in the temp folder otherwise.
 Expected<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  const std::string body_path = path + ".body.tmp";
+  FP_ASSIGN_OR_RETURN(const OutputTarget target, ResolveOutput(path));
+  std::string body_path;
+  if (target.kind == OutputTarget::Kind::kReplace) {
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::path(target.path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    body_path = target.path + ".body.tmp";
+  } else {
+    body_path = ScratchPathFor("trace-body");
+  }
   auto body = std::make_unique<std::ofstream>(body_path, std::ios::binary | std::ios::trunc);
   if (!*body) return InvalidInput(fmt::format("{}: cannot write the trace here (missing directory or no permission)", path));
   return std::unique_ptr<TraceWriter>(new TraceWriter(path, body_path, std::move(body)));
@@ -357,16 +374,28 @@ Expected<std::string> TraceWriter::Finish(const WorkloadNames& names, const Json
   body_->flush();
   body_.reset();
   const std::string header = FormatTraceHeader(names, source);
-  const std::string temp_path = path_ + ".tmp";
+  FP_ASSIGN_OR_RETURN(const OutputTarget target, ResolveOutput(path_));
+  const bool replace = target.kind == OutputTarget::Kind::kReplace;
+  const std::string temp_path = target.path + ".tmp";
+  std::error_code ec;
   Sha256Stream digest;
   {
-    std::ofstream out(temp_path, std::ios::binary | std::ios::trunc);
+    std::ofstream file;
+    if (target.kind != OutputTarget::Kind::kStdout) {
+      file.open(replace ? temp_path : target.path, std::ios::binary | std::ios::trunc);
+    }
+    std::ostream& out = target.kind == OutputTarget::Kind::kStdout ? std::cout : file;
     std::ifstream body(body_path_, std::ios::binary);
-    if (!out || !body) return InvalidInput(fmt::format("{}: cannot assemble the trace file", path_));
+    const auto fail = [&](std::string message) {
+      if (file.is_open()) file.close();
+      if (replace) std::filesystem::remove(temp_path, ec);
+      return InvalidInput(std::move(message));
+    };
+    if (!out || !body) return fail(fmt::format("{}: cannot write the trace file here", path_));
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     digest.Update(header);
     std::vector<char> chunk(kCopyBytes);
-    while (body) {
+    while (body && out) {
       body.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
       const auto got = static_cast<size_t>(body.gcount());
       if (got == 0) break;
@@ -374,11 +403,21 @@ Expected<std::string> TraceWriter::Finish(const WorkloadNames& names, const Json
       digest.Update(std::string_view(chunk.data(), got));
     }
     out.flush();
-    if (!out) return InvalidInput(fmt::format("{}: write failed (disk full?)", temp_path));
+    bool ok = static_cast<bool>(out);
+    if (file.is_open()) {
+      file.close();
+      ok = ok && !file.fail();
+    }
+    if (!ok) return fail(fmt::format("{}: write failed (disk full?)", path_));
   }
-  std::error_code ec;
-  std::filesystem::rename(temp_path, path_, ec);
-  if (ec) return InvalidInput(fmt::format("{}: cannot replace the file: {}", path_, ec.message()));
+  if (replace) {
+    std::filesystem::rename(temp_path, target.path, ec);
+    if (ec) {
+      const std::string why = ec.message();
+      std::filesystem::remove(temp_path, ec);
+      return InvalidInput(fmt::format("{}: cannot replace the file: {}", path_, why));
+    }
+  }
   std::filesystem::remove(body_path_, ec);
   finished_ = true;
   return digest.FinishDigest();

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/limits.h"
 #include "fleetplan/workload/content.h"
 #include "workload/json_fields.h"
 #include "workload/json_line.h"
@@ -58,8 +59,8 @@ class MooncakeRowParser final : public RowParser {
       if (!seen[k]) return reader.MissingField(KeyNames()[static_cast<size_t>(k)]);
     }
     FP_ASSIGN_OR_RETURN(int64_t ms, reader.Int(node[kTimestamp], "timestamp", 0, kMaxTimestampMs));
-    FP_ASSIGN_OR_RETURN(int64_t input, reader.Int(node[kInputLength], "input_length", 1));
-    FP_ASSIGN_OR_RETURN(out->output_tokens, reader.Int(node[kOutputLength], "output_length", 1));
+    FP_ASSIGN_OR_RETURN(int64_t input, reader.Int(node[kInputLength], "input_length", 1, kMaxRequestTokens));
+    FP_ASSIGN_OR_RETURN(out->output_tokens, reader.Int(node[kOutputLength], "output_length", 1, kMaxRequestTokens));
     const int64_t blocks = (input + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
     FP_RETURN_IF_ERROR(reader.Array(node[kHashIds], "hash_ids"));
     const JsonNodeLite& ids = reader.node(node[kHashIds]);

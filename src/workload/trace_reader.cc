@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "fleetplan/workload/trace.h"
+#include "fleetplan/core/limits.h"
 #include "workload/csv.h"
 #include "workload/json_line.h"
 #include "workload/line_reader.h"
@@ -234,7 +235,10 @@ class TraceReader final : public TraceSource {
                               fmt::format("{} is out of range: more than 292 years after the trace's first row",
                                           parser_->FormatTime(row.raw_time_ns))));
       }
-      Place(since_base, &request);
+      Status placed = Place(since_base, &request);
+      if (!placed.ok()) {
+        return Fail(ctx.Error(row.time_column, parser_->time_field(), placed.message()));
+      }
       if (options_.until && request.arrival >= SimTime::Zero() + *options_.until) {
         done_ = true;
         return false;
@@ -247,13 +251,31 @@ class TraceReader final : public TraceSource {
 
   // Sets the arrival (time-scaled by speed) and moves deadline/cancel with it, keeping
   // their offsets from the arrival: replaying faster does not make a client more patient.
-  void Place(int64_t arrival_ns, Request* r) const {
-    const int64_t scaled =
-        options_.speed == 1.0 ? arrival_ns : std::llround(static_cast<double>(arrival_ns) / options_.speed);
+  // Fails (unlocated; the caller locates it at the row's time) when a time leaves the
+  // simulator's range (kMaxTimeNs).
+  Status Place(int64_t arrival_ns, Request* r) const {
+    const std::optional<int64_t> scaled = CheckedScaleNs(arrival_ns, options_.speed);
+    if (!scaled || *scaled > kMaxTimeNs) {
+      return InvalidInput(fmt::format(
+          "at replay speed {} this row arrives {} s after the first, beyond the {} years a simulation can "
+          "span; use a larger speed or cut the trace (--until)",
+          options_.speed, static_cast<double>(arrival_ns) / 1e9 / options_.speed,
+          kMaxTimeNs / (int64_t{365} * 24 * 3600 * 1'000'000'000)));
+    }
     const SimTime original = SimTime::FromNanos(arrival_ns);
-    r->arrival = SimTime::FromNanos(scaled);
-    if (r->deadline) r->deadline = r->arrival + (*r->deadline - original);
-    if (r->cancel_at) r->cancel_at = r->arrival + (*r->cancel_at - original);
+    r->arrival = SimTime::FromNanos(*scaled);
+    for (std::optional<SimTime>* t : {&r->deadline, &r->cancel_at}) {
+      if (!*t) continue;
+      const std::optional<int64_t> offset = CheckedAddNs((*t)->ns(), -original.ns());
+      const std::optional<int64_t> moved = offset ? CheckedAddNs(*scaled, *offset) : std::nullopt;
+      if (!moved) {
+        return InvalidInput(fmt::format("the row's {} lies beyond the {} years a simulation can span",
+                                        t == &r->deadline ? "deadline" : "cancel time",
+                                        kMaxTimeNs / (int64_t{365} * 24 * 3600 * 1'000'000'000)));
+      }
+      *t = SimTime::FromNanos(*moved);
+    }
+    return Status::Ok();
   }
 
   Expected<bool> AtEnd() {

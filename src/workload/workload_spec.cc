@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/limits.h"
 #include "workload/yaml_util.h"
 
 namespace fleetplan {
@@ -201,6 +202,11 @@ Status ParseArrival(const YamlNode& node, bool has_trace, WorkloadSpec* out) {
     FP_RETURN_IF_ERROR(node.CheckKeys({"process", "users", "think_time"}));
     ClosedLoopSpec spec;
     FP_ASSIGN_OR_RETURN(spec.users, node["users"].AsIntAtLeast(1));
+    if (spec.users > kMaxClosedLoopUsers) {
+      return node["users"].Error(fmt::format("expected at most {} users (fleetplan's limit for a closed loop; "
+                                             "each user is live state for the whole run), got {}",
+                                             kMaxClosedLoopUsers, spec.users));
+    }
     FP_ASSIGN_OR_RETURN(spec.think_time, DurationSlot::Parse(node["think_time"]));
     out->mode = ArrivalMode::kClosedLoop;
     out->closed_loop = std::move(spec);

@@ -178,7 +178,7 @@ TEST_F(TraceVerbTest, BadInputIsExitThreeWithALocatedError) {
                               "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": \"x\", \"hash_ids\": [1]}\n");
   const CliRun r = Fleetplan({"trace", "stats", t});
   EXPECT_EQ(r.code, 3);
-  EXPECT_EQ(r.err, t + ":2:55: output_length: expected an integer >= 1, got a string (\"x\")\n"
+  EXPECT_EQ(r.err, t + ":2:55: output_length: expected an integer in [1, 16777216], got a string (\"x\")\n"
                        "    2 | {\"timestamp\": 5, \"input_length\": 10, \"output_length\": \"x\", \"hash_ids\": [1]}\n"
                        "      |                                                       ^\n");
   const std::string ambiguous = Write("t.csv", "{\"timestamp\": 0}\n");

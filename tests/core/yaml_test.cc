@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/limits.h"
 
 namespace fleetplan {
 namespace {
@@ -547,10 +548,12 @@ TEST(YamlLoadTest, EncodingErrors) {
 TEST(YamlLoadTest, DeepNestingIsAnErrorNotACrash) {
   const std::string deep = std::string(5000, '[') + std::string(5000, ']');
   EXPECT_THAT(LoadError(deep, "deep.yaml"),
-              StartsWith("deep.yaml:1:1: invalid YAML: collections nested too deeply (yaml-cpp's "
-                         "limit is about 500 levels)\n"));
-  const std::string fine = std::string(100, '[') + std::string(100, ']');
+              StartsWith("deep.yaml:1:65: [0][0][0]"));
+  EXPECT_THAT(LoadError(deep, "deep.yaml"), HasSubstr("collections nested more than 64 deep (fleetplan's limit"));
+  const std::string fine = std::string(kMaxNestingDepth, '[') + std::string(kMaxNestingDepth, ']');
   EXPECT_TRUE(YamlDocument::LoadString(fine, "ok.yaml").ok());
+  const std::string over = std::string(kMaxNestingDepth + 1, '[') + std::string(kMaxNestingDepth + 1, ']');
+  EXPECT_FALSE(YamlDocument::LoadString(over, "over.yaml").ok());
 }
 
 TEST(YamlLoadTest, NodesOutliveTheirDocumentObject) {

@@ -142,7 +142,7 @@ TEST(FleetplanTraceTest, BadRowsAreLocated) {
             "      |                         ^\n");
   EXPECT_EQ(OpenError(row(R"({"arrival_ns":5,"class":"document","id":0,"output_tokens":-3,"prompt":[[1,2]]})"),
                       "t.jsonl"),
-            "t.jsonl:2:59: output_tokens: expected an integer >= 1, got -3\n"
+            "t.jsonl:2:59: output_tokens: expected an integer in [1, 16777216], got -3\n"
             "    2 | {\"arrival_ns\":5,\"class\":\"document\",\"id\":0,\"output_tokens\":-3,\"prompt\":[[1,2]]}\n"
             "      |                                                           ^\n");
   EXPECT_NE(OpenError(row(R"({"arrival_ns":"5","class":"document","id":0,"output_tokens":3,"prompt":[[1,2]]})"),
@@ -151,7 +151,7 @@ TEST(FleetplanTraceTest, BadRowsAreLocated) {
             std::string::npos);
   EXPECT_NE(OpenError(row(R"({"arrival_ns":5,"class":"document","id":0,"output_tokens":3,"prompt":[[1,0]]})"),
                       "t.jsonl")
-                .find("prompt[0][1]: expected an integer >= 1, got 0"),
+                .find("prompt[0][1]: expected an integer in [1, 16777216], got 0"),
             std::string::npos);
   EXPECT_NE(OpenError(row(R"({"arrival_ns":5,"class":"document","id":1,"output_tokens":3,"prompt":[[1,2]]})"),
                       "t.jsonl")

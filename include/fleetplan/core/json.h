@@ -32,8 +32,8 @@ Expected<std::string> PrettyJson(const Json& value);
 // REQUIRES: 1 <= digits <= 17.
 double RoundForReport(double v, int digits = 9);
 
-// Writes `text` to `path` atomically (temp file in the same directory, fsync, rename);
-// creates parent directories. Failure is an InvalidInput "cannot write '<path>': <why>".
+// WriteOutputFile (core/output_file.h): "-" is stdout, a new or regular file is replaced
+// atomically, anything else is written through. Failure: "cannot write '<path>': <why>".
 Status WriteFileAtomic(const std::string& path, const std::string& text);
 // Reads a whole file; a missing or unreadable file is an InvalidInput naming the path:
 // "cannot read '<path>': No such file or directory".

@@ -24,7 +24,7 @@
 // its blocks are released and num_computed restarts at 0). `reserve` allocates blocks
 // for prompt + output at admission and never preempts. Waiting requests never preempt
 // running ones, so admitting work never forces a higher-priority request out.
-// Rejection (queue full, deadline unreachable) happens at Submit and touches no counter
+// Rejection (longer than max_context, queue full, deadline unreachable) happens at Submit and touches no counter
 // but the rejection count.
 //
 // Prefix cache (when enabled). A request's full blocks have identities (block_hash.h)
@@ -94,6 +94,9 @@ struct EngineConfig {
   AdmissionMode admission = AdmissionMode::kOptimistic;
   int64_t block_tokens = 16;
   int64_t kv_blocks = 0;            // from the memory plan
+  // The model's context window (model.max_context): a request whose prompt + output is
+  // longer is rejected at Submit with a reason starting "context". 0 = no limit.
+  int64_t max_context = 0;
   Duration host_overhead;           // CPU time per step the GPU waits for
   bool reject_unreachable_deadline = true;
   PrefixCacheConfig prefix_cache;

@@ -74,6 +74,9 @@ struct RequestRecord {
   std::optional<int64_t> replica;
   std::optional<int64_t> matched_prefix_tokens;
   std::optional<Duration> queue_age_at_assignment;
+  // Why a simulated request did not finish ok, as the engine or fleet said it (empty when
+  // it did, and in measured records). A rejection for length starts with "context".
+  std::string reason;
 
   bool operator==(const RequestRecord&) const = default;
 };

@@ -15,8 +15,9 @@
 //
 // Token draws are whole numbers >= 1: continuous draws are rounded up (ceil), so a
 // positive draw never becomes 0 (a draw that underflows to exactly 0.0 counts as 1);
-// empirical values must be > 0 and are rounded up the same way. A draw above 2^40
-// tokens saturates there and reports itself as capped.
+// empirical values must be > 0 and are rounded up the same way. Every token count written
+// (a fixed value, a uniform bound, a max) is at most kMaxRequestTokens (2^24, core/limits.h);
+// a draw above it saturates there and reports itself as capped.
 // `max:` caps a draw at max (min(draw, max)); Sample reports whether it capped, so the
 // generator can count and report capped draws.
 // Duration slots take the same shapes with durations for the parameters
@@ -65,6 +66,13 @@ class TokenSlot {
   bool is_fixed() const { return std::holds_alternative<FixedValue>(dist_); }
   // Mean of the uncapped distribution in tokens (before rounding up).
   double UncappedMean() const;
+  // The fewest and the most tokens a draw can give: exact for fixed values, uniform
+  // ranges, zipf and a cap; for the continuous distributions and empirical values the
+  // least is 1 and the most is the cap (kMaxRequestTokens when uncapped).
+  int64_t MinTokens() const;
+  int64_t MaxTokens() const;
+  // True when MaxTokens is a value a draw can reach (not the saturation limit).
+  bool HasKnownMax() const;
   const SlotDistribution& distribution() const { return dist_; }
   int64_t cap() const { return cap_; }  // 0 when uncapped
   // {"lognormal": {"median": 300, "p99": 2000}, "max": 300} — for reports.
