@@ -181,6 +181,26 @@ Expected<RateProbe> Probe(const SweepSpec& spec, const PointTask& point, double 
   return p;
 }
 
+// The point's own run as a probe of the search, when the searched axis is the open-loop
+// arrival rate the run used (so the search need not simulate that rate again).
+std::optional<RateProbe> BaseRateProbe(const MaxRateSearch& search, const RunResult& run) {
+  const Json& workload = run.report["workload"];
+  const Json& arrival = workload.value("arrival", Json());
+  const std::string process = arrival.is_object() ? arrival.value("process", "") : "";
+  const bool steady = process == "poisson" || process == "constant" || process == "gamma";
+  if (search.axis != "workload.arrival.rate" || workload.value("loop", "") != "open" || !steady ||
+      !arrival["rate_per_s"].is_number()) {
+    return std::nullopt;
+  }
+  RateProbe p;
+  p.rate = arrival["rate_per_s"].get<double>();
+  const Report& report = run.result.report;
+  for (const auto& [name, target] : search.attainment) p.attainment.emplace_back(name, AttainmentOf(report, name).value_or(0));
+  p.passed = MeetsTargets(report, search.attainment);
+  p.steps = run.result.engine.steps;
+  return p;
+}
+
 }  // namespace
 
 PointTask PointAt(const SweepSpec& spec, int64_t index) {
@@ -243,7 +263,8 @@ Json RunPoint(const SweepSpec& spec, const PointTask& point) {
   if (!run.ok()) return ErrorRow(std::move(row), "failed", run.status());
   row = FiguresJson(spec, *plan, *run, std::move(row));
   if (spec.search) {
-    auto found = SearchMaxRate(*spec.search, [&](double rate) { return Probe(spec, point, rate); });
+    auto found = SearchMaxRate(*spec.search, [&](double rate) { return Probe(spec, point, rate); },
+                               BaseRateProbe(*spec.search, *run));
     if (!found.ok()) return ErrorRow(std::move(row), "failed", found.status());
     row["max_rate"] = MaxRateJson(*found);
   }

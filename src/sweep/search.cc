@@ -29,20 +29,28 @@ bool IsMonotone(const std::vector<RateProbe>& probes, double tolerance) {
   return true;
 }
 
-Expected<MaxRateResult> SearchMaxRate(const MaxRateSearch& search, const ProbeFn& probe) {
+Expected<MaxRateResult> SearchMaxRate(const MaxRateSearch& search, const ProbeFn& probe,
+                                      const std::optional<RateProbe>& known) {
   MaxRateResult r;
-  auto run = [&](double rate) -> Expected<bool> {
-    FP_ASSIGN_OR_RETURN(RateProbe p, probe(ProbeRate(rate)));
+  auto record = [&](const RateProbe& p) {
     r.probes.push_back(p);
     if (p.passed) {
       r.max_rate = std::max(r.max_rate.value_or(p.rate), p.rate);
     } else {
       r.lowest_failing = std::min(r.lowest_failing.value_or(p.rate), p.rate);
     }
+  };
+  auto run = [&](double rate) -> Expected<bool> {
+    FP_ASSIGN_OR_RETURN(RateProbe p, probe(ProbeRate(rate)));
+    record(p);
     return p.passed;
   };
   double lo = search.low.per_second;
   double hi = search.high.per_second;
+  if (known && known->rate > lo && known->rate < hi) {
+    record(*known);
+    (known->passed ? lo : hi) = known->rate;
+  }
   const double stop_ratio = 1 + search.resolution;
   while (hi / lo > stop_ratio) {
     const double mid = std::sqrt(lo * hi);

@@ -282,6 +282,22 @@ TEST_F(MaxRateSearching, BisectsToTheResolutionInAboutLog2Probes) {
   EXPECT_TRUE(r->monotone);
 }
 
+TEST_F(MaxRateSearching, AProbeAlreadyRunNarrowsTheBracketFirst) {
+  int probes = 0;
+  RateProbe known;
+  known.rate = 8;
+  known.passed = true;
+  known.attainment = {{"interactive", 1.0}};
+  auto r = SearchMaxRate(SearchOf(0.5, 64, 0.02), Curve([](double x) { return x <= 11.3 ? 1.0 : 0.5; }, 0.99, &probes),
+                         known);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->probes.front().rate, 8.0);  // the curve starts with it
+  EXPECT_LE(*r->max_rate, 11.3);
+  EXPECT_GT(*r->lowest_failing, 11.3);
+  EXPECT_EQ(probes, 7);  // ceil(log2(ln 8 / ln 1.02)) new probes, all above 8/s
+  for (size_t i = 1; i < r->probes.size(); ++i) EXPECT_GT(r->probes[i].rate, 8.0);
+}
+
 TEST_F(MaxRateSearching, ReportsBelowLowAndAboveHigh) {
   int probes = 0;
   auto low = SearchMaxRate(SearchOf(1, 8, 0.05), Curve([](double) { return 0.0; }, 0.99, &probes));

@@ -47,8 +47,12 @@ inline constexpr double kMonotoneTolerance = 0.005;
 
 using ProbeFn = std::function<Expected<RateProbe>(double rate)>;
 
-// Errors: the first probe error (a simulation failure).
-Expected<MaxRateResult> SearchMaxRate(const MaxRateSearch& search, const ProbeFn& probe);
+// Errors: the first probe error (a simulation failure). `known`: a probe already run
+// (the point's own run at its base rate, when that rate lies inside [low, high]): it is the
+// first probe of the curve and narrows the bracket before any new probe — it passes, so
+// the answer is above it; or it fails, so it is below.
+Expected<MaxRateResult> SearchMaxRate(const MaxRateSearch& search, const ProbeFn& probe,
+                                      const std::optional<RateProbe>& known = std::nullopt);
 bool IsMonotone(const std::vector<RateProbe>& probes, double tolerance = kMonotoneTolerance);
 // The rate a probe is simulated at for `rate`: rounded as RateText writes it.
 double ProbeRate(double rate);
