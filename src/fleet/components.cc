@@ -10,6 +10,7 @@
 #include "fleetplan/fleet/replication.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/fleet/telemetry.h"
+#include "fleetplan/fleet/timeseries.h"
 
 namespace fleetplan {
 namespace {
@@ -49,6 +50,7 @@ const std::vector<FleetComponentRow>& FleetComponents() {
       {"replication", &HasReplication, &MakeReplication},
       {"invalidations", &HasInvalidations, &Make<Invalidations>},
       {"disaggregation", &HasPrefillPool, &Make<Disaggregation>},
+      {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
   };
   return rows;
 }

@@ -80,6 +80,12 @@ void Disaggregation::AddTelemetry(int32_t replica, ReplicaTelemetry& t) const {
   t.outstanding_tokens += p.pending_tokens;
 }
 
+void Disaggregation::SampleLevels(int32_t replica, std::span<int64_t> values) const {
+  const PerReplica& p = replicas_[static_cast<size_t>(replica)];
+  values[0] = static_cast<int64_t>(p.transfer_queue.size());
+  values[1] = static_cast<int64_t>(p.admission_queue.size());
+}
+
 bool Disaggregation::InPrefillStage(int32_t replica, RequestId id) const {
   if (replica < 0 || role(replica) != PoolRole::kPrefill) return false;
   const auto it = handoffs_.find(id);

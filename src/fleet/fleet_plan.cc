@@ -123,6 +123,7 @@ FleetSetup FleetPlan::Setup() const {
   setup.invalidations = invalidations;
   setup.disaggregation = disaggregation;
   setup.replication = replication;
+  setup.timeseries.interval = output.timeseries_interval;
   return setup;
 }
 

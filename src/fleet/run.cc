@@ -25,32 +25,6 @@ constexpr const char* kVersion = "0.1.0";
 // requests.jsonl is written in chunks of about this size (one write per chunk).
 constexpr size_t kRecordFlushBytes = size_t{1} << 20;
 
-RecordStatus ToRecordStatus(RequestStatus s) {
-  switch (s) {
-    case RequestStatus::kOk: return RecordStatus::kOk;
-    case RequestStatus::kRejected: return RecordStatus::kRejected;
-    case RequestStatus::kCancelled: return RecordStatus::kCancelled;
-    case RequestStatus::kTimeout: return RecordStatus::kTimeout;
-  }
-  return RecordStatus::kError;
-}
-
-RequestRecord ToRecord(const RequestOutcome& o) {
-  RequestRecord r;
-  r.id = o.id;
-  r.class_id = o.class_id;
-  r.tenant = o.tenant;
-  r.status = ToRecordStatus(o.status);
-  r.arrival = o.arrival;
-  r.first_token = o.first_token;
-  r.finish = o.finish;
-  r.input_tokens = o.input_tokens;
-  r.output_tokens = o.output_tokens;
-  if (o.output_tokens >= 2) r.itl_max = o.itl_max;
-  if (o.status != RequestStatus::kOk) r.reason = o.reason;
-  return r;
-}
-
 // Receives every request's end and every step; feeds the report, the records file and
 // the timeline.
 class RunSink final : public EngineObserver, public FleetObserver {
@@ -68,7 +42,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
   void SetStopWhen(const std::function<bool(const RequestRecord&)>* stop_when) { stop_when_ = stop_when; }
 
   void OnRequestDone(const RequestOutcome& o) override {
-    RequestRecord r = ToRecord(o);
+    RequestRecord r = ToRequestRecord(o);
     if (const RouteInfo* route = sim_ != nullptr ? sim_->route_of(o.id) : nullptr) {
       r.replica = route->replica;
       r.matched_prefix_tokens = route->matched_prefix_tokens;
@@ -347,7 +321,14 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
     }
   }
 
-  FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(plan.Setup(), &sink));
+  FleetSetup setup = plan.Setup();
+  // The time series judge outcomes by the same objectives as the report.
+  setup.timeseries.classes = source->names().classes;
+  for (const std::string& c : setup.timeseries.classes) {
+    const ClassSlo* slo = plan.slo.Find(c);
+    setup.timeseries.objectives.push_back(slo != nullptr ? slo->objectives : ClassObjectives{});
+  }
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(setup, &sink));
   sink.SetSimulation(sim.get());
   sink.SetStopWhen(&opt.stop_when);
   if (timeline) {
@@ -366,7 +347,12 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   FP_RETURN_IF_ERROR(invariants);
   FP_RETURN_IF_ERROR(sim->CheckInvariants());
   FP_RETURN_IF_ERROR(sink.Close());
-  if (timeline) FP_RETURN_IF_ERROR(timeline->Close());
+  std::optional<TimeSeriesData> series;
+  if (const TimeSeriesRecorder* ts = sim->component<TimeSeriesRecorder>()) series = ts->Snapshot(sim->end_time());
+  if (timeline) {
+    if (series) timeline->AddTimeSeries(*series);
+    FP_RETURN_IF_ERROR(timeline->Close());
+  }
 
   // A trace's content digest (the whole file, also past an early stop) is part of the
   // run's identity: report.json `workload.digest` and inputs_digest cover it.
@@ -421,6 +407,8 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   result.result = std::move(fleet);
   result.report = std::move(j);
   result.files = std::move(files);
+  result.out_dir = opt.write_files ? dir : std::string();
+  result.timeseries = std::move(series);
   result.requests = sim->requests_done();
   result.events = sim->events();
   result.simulated_end = sim->end_time();

@@ -260,6 +260,13 @@ Status ReadOutput(const YamlNode& node, Scenario& s) {
   NoteDefault(node["dir"], s.output.dir, s);
   NoteDefault(node["requests"], "false", s);
   NoteDefault(node["timeline"], "false", s);
+  FP_ASSIGN_OR_RETURN(s.output.timeseries_interval, node["timeseries_interval"].DurationOr(Ms(1000)));
+  if (s.output.timeseries_interval <= Duration()) {
+    return node["timeseries_interval"].Error("expected a duration > 0 (the time series window, e.g. 1s)");
+  }
+  NoteDefault(node["timeseries_interval"], "1s", s);
+  FP_ASSIGN_OR_RETURN(s.output.html, node["html"].BoolOr(true));
+  NoteDefault(node["html"], "true", s);
   return Status::Ok();
 }
 

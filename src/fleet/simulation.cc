@@ -28,6 +28,7 @@ class Simulation::Forwarder final : public EngineObserver {
       if (c->ConsumeOutcome(o)) return;
     }
     ++sim_->requests_done_;
+    for (const auto& c : sim_->components_) c->OnRequestDone(o);
     if (sim_->source_ != nullptr && o.finish) {
       sim_->source_->OnRequestFinished(o.id, *o.finish);
       sim_->source_told_ = true;
@@ -257,6 +258,7 @@ std::optional<SimTime> Simulation::next_event() const {
 
 void Simulation::OnArrival(Request r, SimTime now) {
   telemetry_->BeforeDecision(now);
+  for (const auto& c : components_) c->OnArrival(r, now);
   for (const auto& c : components_) {
     if (c->Dispatch(r, now)) return;
   }
@@ -409,6 +411,34 @@ void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus sta
   forwarder_->OnRequestDone(o);
 }
 
+namespace {
+RecordStatus ToRecordStatus(RequestStatus s) {
+  switch (s) {
+    case RequestStatus::kOk: return RecordStatus::kOk;
+    case RequestStatus::kRejected: return RecordStatus::kRejected;
+    case RequestStatus::kCancelled: return RecordStatus::kCancelled;
+    case RequestStatus::kTimeout: return RecordStatus::kTimeout;
+  }
+  return RecordStatus::kError;
+}
+}  // namespace
+
+RequestRecord ToRequestRecord(const RequestOutcome& o) {
+  RequestRecord r;
+  r.id = o.id;
+  r.class_id = o.class_id;
+  r.tenant = o.tenant;
+  r.status = ToRecordStatus(o.status);
+  r.arrival = o.arrival;
+  r.first_token = o.first_token;
+  r.finish = o.finish;
+  r.input_tokens = o.input_tokens;
+  r.output_tokens = o.output_tokens;
+  if (o.output_tokens >= 2) r.itl_max = o.itl_max;
+  if (o.status != RequestStatus::kOk) r.reason = o.reason;
+  return r;
+}
+
 const RouteInfo* Simulation::route_of(RequestId id) const {
   const auto it = routes_.find(id);
   return it == routes_.end() ? nullptr : &it->second;
@@ -515,6 +545,7 @@ void Simulation::OnEvent(const Event& e) {
       auto node = pushed_.extract(e.request);
       FP_ASSERT(!node.empty());
       if (cancelled_before_arrival_.erase(e.request) != 0) {
+        for (const auto& c : components_) c->OnArrival(node.mapped(), now_);
         EndInFleet(node.mapped(), -1, RequestStatus::kCancelled, now_, "cancelled before it arrived");
         break;
       }

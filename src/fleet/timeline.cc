@@ -1,5 +1,6 @@
 #include "fleetplan/fleet/timeline.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -150,6 +151,30 @@ void TimelineWriter::OnTransfer(const TransferEvent& t) {
                    t.from + 1, Micros(t.start.ns())));
   Emit(fmt::format(R"({{"ph":"f","bp":"e","cat":"kv","name":"kv transfer","id":{},"pid":{},"tid":2,"ts":{}}})",
                    flow, t.to + 1, Micros(t.end.ns())));
+}
+
+void TimelineWriter::AddTimeSeries(const TimeSeriesData& d) {
+  if (closed_) return;
+  const auto counters = [&](int pid, const SeriesTable& t) {
+    for (const Series& s : t.columns) {
+      for (int64_t k = 0; k < d.windows; ++k) {
+        Emit(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"value":{}}}}})", JsonString("ts " + s.name),
+                         pid, Micros(d.window_start(k).ns()), s.values[static_cast<size_t>(k)]));
+      }
+    }
+  };
+  for (size_t r = 0; r < d.replicas.size(); ++r) counters(static_cast<int>(r) + 1, d.replicas[r]);
+  const int fleet_pid = static_cast<int>(std::max(d.replicas.size(), step_index_.size())) + 1;
+  Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"fleet"}}}})", fleet_pid));
+  counters(fleet_pid, d.Fleet());
+  for (size_t c = 0; c < d.classes.size(); ++c) {
+    const std::vector<double> goodput = d.GoodputRps(d.classes[c]);
+    for (int64_t k = 0; k < d.windows; ++k) {
+      Emit(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"value":{}}}}})",
+                       JsonString("ts goodput_rps " + d.class_names[c]), fleet_pid, Micros(d.window_start(k).ns()),
+                       goodput[static_cast<size_t>(k)]));
+    }
+  }
 }
 
 Status TimelineWriter::Close() {

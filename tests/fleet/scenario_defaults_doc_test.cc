@@ -452,6 +452,9 @@ const std::vector<Row>& Rows() {
        [](S s) { return Num(s.router.adapter_aware.affinity); }, Promised()},
       {"output.requests", Variant::kMinimal, [](S s) { return Bool(s.output.requests); }, Promised()},
       {"output.timeline", Variant::kMinimal, [](S s) { return Bool(s.output.timeline); }, Promised()},
+      {"output.timeseries_interval", Variant::kMinimal,
+       [](S s) { return DurationText(s.output.timeseries_interval); }, Promised()},
+      {"output.html", Variant::kMinimal, [](S s) { return Bool(s.output.html); }, Promised()},
   };
   return rows;
 }

@@ -49,6 +49,6 @@ inline const std::vector<std::string> kReplication = {"replica_rate", "prefix_to
                                                       "add_above",    "remove_below",  "min_hold"};
 // router.adapter_aware: the adapter-aware router's weights.
 inline const std::vector<std::string> kRouterAdapterAware = {"load", "affinity"};
-inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline"};
+inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline", "timeseries_interval", "html"};
 
 }  // namespace fleetplan::scenario_keys

@@ -11,6 +11,7 @@
 // does nothing, so a component implements only the points it cares about.
 //
 // Hooks in the order a request meets them:
+//   OnArrival     every arrival, before any Dispatch (observers: time series)
 //   Dispatch      an arrival; true = the component took the request (pools)
 //   Route         the decision among the candidates; a value = this decision (replication)
 //   FillView      the router's per-request belief about one replica (prefixes, adapters)
@@ -21,12 +22,17 @@
 //   IsStageCopy   the engine's request is the component's copy (its tokens are not
 //                 the client's)
 //   AfterRelease  a replica may have freed blocks (pools admit waiting handoffs)
-//   OnRequestEnded the request left the fleet
+//   OnRequestDone  the client's outcome of a request that left the fleet (every one,
+//                 routed or not, after the Consume* hooks let it through)
+//   OnRequestEnded the request left the fleet (routed requests, with their route)
+// Time series (timeseries.h) ask each component for the levels it adds to every
+// replica's series: SeriesLevels names them once, SampleLevels reads them.
 // Thread model: single-threaded, owned by one Simulation; deterministic.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +61,7 @@ class FleetComponent : public EventHandler {
   // The simulation starts at `now` (schedule the first events).
   virtual void OnStart(SimTime now) { (void)now; }
 
+  virtual void OnArrival(const Request& r, SimTime now) { (void)r; (void)now; }
   virtual bool Dispatch(const Request& r, SimTime now) { (void)r; (void)now; return false; }
   virtual std::optional<RouteDecision> Route(const Request& r, SimTime now) { (void)r; (void)now; return std::nullopt; }
   virtual void FillView(const Request& r, int32_t replica, ReplicaView& view) { (void)r; (void)replica; (void)view; }
@@ -74,7 +81,15 @@ class FleetComponent : public EventHandler {
   virtual bool IsStageCopy(int32_t replica, RequestId id) { (void)replica; (void)id; return false; }
   virtual bool ConsumeCancel(RequestId id, SimTime now) { (void)id; (void)now; return false; }
   virtual void AfterRelease(int32_t replica, SimTime now) { (void)replica; (void)now; }
+  virtual void OnRequestDone(const RequestOutcome& o) { (void)o; }
   virtual void OnRequestEnded(RequestId id, const RouteInfo& info) { (void)id; (void)info; }
+
+  // The names of the levels (gauges) the component adds to every replica's time series,
+  // fixed for the run, and their values for `replica` now (`values` has one slot per
+  // name). A level is a state, not a count: the series keeps the value at each window's
+  // end.
+  virtual std::vector<std::string_view> SeriesLevels() const { return {}; }
+  virtual void SampleLevels(int32_t replica, std::span<int64_t> values) const { (void)replica; (void)values; }
 
   // Routed requests the component is responsible for (the run is not over while it holds
   // any), and how many of those are also live in an engine (a prompt-only copy on a

@@ -43,6 +43,9 @@ class Disaggregation final : public FleetComponent {
   Status OnReplicaAdded(int32_t id) override;
   bool Dispatch(const Request& r, SimTime now) override;
   void AddTelemetry(int32_t replica, ReplicaTelemetry& t) const override;
+  // "transfer_queue", "admission_queue": the serving replica's two fleet queues.
+  std::vector<std::string_view> SeriesLevels() const override { return {"transfer_queue", "admission_queue"}; }
+  void SampleLevels(int32_t replica, std::span<int64_t> values) const override;
   bool ConsumeOutcome(const RequestOutcome& o) override;
   bool IsStageCopy(int32_t replica, RequestId id) override;
   bool ConsumeCancel(RequestId id, SimTime now) override;

@@ -24,6 +24,7 @@
 #include "fleetplan/fleet/fleet_plan.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/fleet/timeseries.h"
 #include "fleetplan/metrics/report.h"
 
 namespace fleetplan {
@@ -77,6 +78,8 @@ struct RunResult {
   uint64_t events = 0;
   SimTime simulated_end;
   bool stopped_early = false;  // stop_when ended the run
+  std::string out_dir;                        // where the files went (empty: none written)
+  std::optional<TimeSeriesData> timeseries;   // report.json `timeseries` (absent: none kept)
 };
 
 Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& options);

@@ -37,6 +37,8 @@ struct OutputSpec {
   std::string dir;         // where report.json and the other files go
   bool requests = false;   // requests.jsonl
   bool timeline = false;   // timeline.json
+  Duration timeseries_interval = Ms(1000);  // report.json `timeseries`; zero: none (code only)
+  bool html = true;        // report.html (written by the shell that renders it)
 };
 
 struct PrefixCacheSpec {

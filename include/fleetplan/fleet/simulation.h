@@ -58,6 +58,8 @@
 #include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/prefix_placement.h"
 #include "fleetplan/fleet/router.h"
+#include "fleetplan/fleet/timeseries.h"
+#include "fleetplan/metrics/record.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleetplan/workload/source.h"
 
@@ -87,6 +89,7 @@ struct FleetSetup {
   std::vector<TimedInvalidation> invalidations;
   DisaggregationConfig disaggregation;  // read only when a replica has the prefill role
   ReplicationConfig replication;        // hot-prefix placement; needs prefix tracking
+  TimeSeriesConfig timeseries;          // report.json `timeseries`; off (interval 0) by default
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
@@ -101,6 +104,9 @@ struct RouteInfo {
   int64_t arrival_ns = 0;
   bool awaiting_first_token = true;  // no token has reached the client yet
 };
+
+// The record of a request's outcome (metrics/record.h), without the routing fields.
+RequestRecord ToRequestRecord(const RequestOutcome& o);
 
 // Per-replica figures of a run (report.json `replicas`).
 struct ReplicaFigures {

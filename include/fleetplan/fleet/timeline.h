@@ -9,6 +9,10 @@
 //   - with pools, the replica's role as a process label, and KV transfers on thread 2
 //     ("kv transfers"): a span on the sending and on the receiving replica, joined by a
 //     flow arrow ("s"/"f", category "kv"), args with bytes, attempt and outcome.
+// The run's time series (timeseries.h), added at the end: one counter track per series
+// ("ts <name>", arg `value`, one point per window at its start) on each replica's
+// process, and a "fleet" process (the pid after the last replica) with the fleet's
+// series and each class's goodput ("ts goodput_rps <class>").
 // A "router" process (pid 0) holds one instant event per routing decision: the request,
 // the chosen replica, the stage it was chosen for, the matched prefix tokens and the
 // queue age at assignment.
@@ -30,6 +34,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/fleet/timeseries.h"
 #include "fleetplan/workload/request.h"
 
 namespace fleetplan {
@@ -48,6 +53,8 @@ class TimelineWriter {
   void LabelReplica(int32_t replica, std::string_view role);
   void OnRoute(const RouteEvent& route);
   void OnTransfer(const TransferEvent& transfer);
+  // The time series as counter tracks (before Close).
+  void AddTimeSeries(const TimeSeriesData& series);
   // Writes the metadata and closes the file. Idempotent.
   Status Close();
 
