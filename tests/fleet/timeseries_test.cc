@@ -232,10 +232,11 @@ TEST(TimeSeries, ReachTheTimelineAsCounterTracks) {
   auto s = LoadScenarioText(Scenario("output: {timeline: true}\n", "  replicas: 2\n  tp: 1\n", 40), "series.yaml", "");
   ASSERT_TRUE(s.ok()) << s.status().message();
   RunOptions opt;
-  opt.out_dir = "series-out";
+  const std::string dir = ::testing::TempDir() + "/series-out";
+  opt.out_dir = dir;
   auto r = RunScenario(*s, opt);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  std::ifstream in("series-out/timeline.json");
+  std::ifstream in(dir + "/timeline.json");
   std::stringstream text;
   text << in.rdbuf();
   const Json tl = Json::parse(text.str());
