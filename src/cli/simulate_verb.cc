@@ -10,6 +10,7 @@
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleetplan/report/simulation_page.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -24,6 +25,7 @@ struct SimulateFlags {
   bool print_scenario = false;
   bool no_requests = false;
   bool no_timeline = false;
+  bool no_html = false;
   bool quiet = false;
 };
 
@@ -69,6 +71,16 @@ Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err)
   }
   FP_ASSIGN_OR_RETURN(RunResult result, RunScenario(scenario, opt));
   if (!f.quiet && result.events >= Simulation::kProgressEvents) err << "\n";
+  const bool html = scenario.output.html && !f.no_html;
+  const std::string path = result.out_dir + "/report.html";
+  if (html) {
+    FP_RETURN_IF_ERROR(WriteFileAtomic(path, report::SimulationHtml(result.report)));
+    result.summary += fmt::format("wrote {}\n", path);
+  } else if (!result.out_dir.empty()) {
+    std::vector<std::string> removed;
+    FP_RETURN_IF_ERROR(RemoveStaleOutput(path, false, &removed));
+    for (const auto& r : removed) result.summary += fmt::format("removed {} (from an earlier run; not written by this one)\n", r);
+  }
   if (f.json) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result.report));
     out << text;
@@ -100,12 +112,15 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
   sub->add_flag("--print-scenario", flags->print_scenario, "Print the built-in Atlas scenario YAML and exit");
   sub->add_flag("--no-requests", flags->no_requests, "Do not write requests.jsonl");
   sub->add_flag("--no-timeline", flags->no_timeline, "Do not write timeline.json");
+  sub->add_flag("--no-html", flags->no_html, "Do not write report.html");
   sub->add_flag("--quiet", flags->quiet, "No progress line on stderr");
   sub->footer(
       "Outputs (under --out or output.dir): report.json (canonical, byte-identical for the same\n"
       "scenario and seed), requests.jsonl (one record per request; `fleetplan report` reads it),\n"
-      "timeline.json (Chrome trace events: open in Perfetto). A file not written this run\n"
-      "(--no-requests, --no-timeline) is removed if an earlier run left it there.\n"
+      "timeline.json (Chrome trace events: open in Perfetto), report.html (plots and tables of\n"
+      "report.json in one self-contained file: open it in any browser, offline; docs/report.md).\n"
+      "A file not written this run (--no-requests, --no-timeline, --no-html) is removed if an\n"
+      "earlier run left it there.\n"
       "Limits (tokens per request, users, file sizes, nesting; how outputs are written):\n"
       "docs/limits.md.\n"
       "What a scenario can describe beyond one pool of replicas (docs/scenario.md): prefill/decode\n"

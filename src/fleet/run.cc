@@ -225,18 +225,6 @@ std::string ReplicaLines(const FleetResult& r, bool pooled) {
                            reps.size());
 }
 
-// Removes `path` when this run does not write it and it is a regular file (an earlier
-// run's output); anything else there is left alone.
-Status RemoveStale(const std::string& path, bool written, std::vector<std::string>* removed) {
-  std::error_code ec;
-  if (written || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return Status::Ok();
-  if (!std::filesystem::remove(path, ec) || ec) {
-    return InvalidInput(fmt::format("cannot remove '{}' from an earlier run: {}", path, ec.message()));
-  }
-  removed->push_back(path);
-  return Status::Ok();
-}
-
 std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult& r,
                         const std::vector<std::string>& files) {
   const MemoryInputs& m = plan.primary_pool().fit.memory;
@@ -287,6 +275,16 @@ std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult&
 
 }  // namespace
 
+Status RemoveStaleOutput(const std::string& path, bool written, std::vector<std::string>* removed) {
+  std::error_code ec;
+  if (written || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return Status::Ok();
+  if (!std::filesystem::remove(path, ec) || ec) {
+    return InvalidInput(fmt::format("cannot remove '{}' from an earlier run: {}", path, ec.message()));
+  }
+  removed->push_back(path);
+  return Status::Ok();
+}
+
 Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   const uint64_t seed = opt.seed.value_or(plan.seed);
   SourceLimits limits;
@@ -309,8 +307,8 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
     const bool timelines = opt.write_timeline.value_or(plan.output.timeline);
     // The folder describes one run: a file this run does not write, left by an earlier
     // run, is removed (and said so) rather than left beside the new report.json.
-    FP_RETURN_IF_ERROR(RemoveStale(dir + "/requests.jsonl", requests, &removed));
-    FP_RETURN_IF_ERROR(RemoveStale(dir + "/timeline.json", timelines, &removed));
+    FP_RETURN_IF_ERROR(RemoveStaleOutput(dir + "/requests.jsonl", requests, &removed));
+    FP_RETURN_IF_ERROR(RemoveStaleOutput(dir + "/timeline.json", timelines, &removed));
     if (requests) {
       FP_RETURN_IF_ERROR(sink.OpenRecords(dir + "/requests.jsonl"));
     }

@@ -83,6 +83,10 @@ struct RunResult {
 };
 
 Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& options);
+// Removes `path` when this run does not write it and it is a regular file (an earlier
+// run's output), adding it to `removed`; anything else there is left alone. Shells that
+// write further files beside report.json (report.html) use it too.
+Status RemoveStaleOutput(const std::string& path, bool written, std::vector<std::string>* removed);
 Expected<RunResult> RunScenario(const Scenario& scenario, const RunOptions& options);
 
 }  // namespace fleetplan

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""report.html in a real browser: Debian's chromium, headless.
+
+For each report (a short Atlas run, and the prefill/decode pools scenario of
+tests/scenarios) it checks that
+  - the page loads with no console message at all (the page has no script, and its
+    Content-Security-Policy turns any attempt to load something from elsewhere into a
+    console error), first proving on a page that logs an error that such a message is
+    caught;
+  - --dump-dom shows every section of the simulation page, each with a chart or a table;
+  - a screenshot is not blank: the header band has the header's colour, the page
+    background has its own, and the sections hold enough pixels of neither (charts,
+    text), in several regions.
+Skips (exit 77) with a message where chromium is absent. Standard library only (the
+PNG is decoded here with zlib).
+
+  browser_test.py --fleetplan BIN [--work DIR] [--atlas-duration 20s]
+                  [--screenshot-out FILE] [--scale 0.5]  # keep the Atlas screenshot (docs/report.md)
+"""
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# The simulation page's sections (report/simulation_page.h), in order.
+SECTIONS = ["verdict", "latency", "e2e-by-output", "timeseries", "replicas", "prefix-cache", "kv-transfer", "inputs"]
+
+# Colours of the page's stylesheet (report/page.cc).
+HEADER = (0x1D, 0x23, 0x30)
+BACKGROUND = (0xF6, 0xF7, 0xF9)
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+]
+
+
+def find_chromium():
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def run_chromium(chromium, work, args, url):
+    """Runs chromium with a fresh profile; returns (stdout, console lines)."""
+    profile = tempfile.mkdtemp(prefix="profile-", dir=work)
+    try:
+        p = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
+                           capture_output=True, text=True, timeout=90)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    console = [line for line in p.stderr.splitlines() if ":CONSOLE" in line]
+    if p.returncode != 0:
+        raise AssertionError(f"chromium exited {p.returncode}: {p.stderr[-2000:]}")
+    return p.stdout, console
+
+
+# ---- PNG -------------------------------------------------------------------------
+
+def _add_bytes(x, y, n):
+    """Bytewise (x + y) mod 256 of two n-byte strings, in big-integer arithmetic (SWAR)."""
+    low = int.from_bytes(b"\x7f" * n, "big")
+    high = int.from_bytes(b"\x80" * n, "big")
+    a = int.from_bytes(x, "big")
+    b = int.from_bytes(y, "big")
+    return (((a & low) + (b & low)) ^ ((a ^ b) & high)).to_bytes(n, "big")
+
+
+def _unfilter_sub(line, channels):
+    """Prefix sums per channel (filter 1) by doubling shifts: log2(width) SWAR additions."""
+    n = len(line)
+    shift = channels
+    while shift < n:
+        line = _add_bytes(line, bytes(shift) + line[:n - shift], n)
+        shift *= 2
+    return line
+
+
+class Png:
+    """An 8-bit RGB or RGBA PNG, decoded; pixel(x, y) is an (r, g, b) tuple."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:8] != b"\x89PNG\r\n\x1a\n":
+            raise AssertionError(f"{path}: not a PNG")
+        pos = 8
+        idat = b""
+        color = None
+        while pos < len(data):
+            length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+            body = data[pos + 8:pos + 8 + length]
+            pos += 12 + length
+            if kind == b"IHDR":
+                self.width, self.height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+                if depth != 8 or color not in (2, 6) or interlace != 0:
+                    raise AssertionError(f"{path}: unsupported PNG (depth {depth}, colour type {color})")
+            elif kind == b"IDAT":
+                idat += body
+            elif kind == b"IEND":
+                break
+        ch = self.channels = 3 if color == 2 else 4
+        raw = zlib.decompress(idat)
+        stride = self.width * ch
+        self.rows = []
+        prev = bytes(stride)
+        for y in range(self.height):
+            at = y * (stride + 1)
+            kind = raw[at]
+            line = raw[at + 1:at + 1 + stride]
+            if kind == 1:
+                line = _unfilter_sub(line, ch)
+            elif kind == 2:
+                line = _add_bytes(line, prev, stride)
+            elif kind in (3, 4):
+                out = bytearray(line)
+                for x in range(stride):
+                    a = out[x - ch] if x >= ch else 0
+                    b = prev[x]
+                    if kind == 3:
+                        out[x] = (out[x] + (a + b) // 2) & 0xFF
+                    else:
+                        c = prev[x - ch] if x >= ch else 0
+                        p = a + b - c
+                        pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                        out[x] = (out[x] + (a if pa <= pb and pa <= pc else (b if pb <= pc else c))) & 0xFF
+                line = bytes(out)
+            self.rows.append(line)
+            prev = line
+
+    def pixel(self, x, y):
+        at = x * self.channels
+        return tuple(self.rows[y][at:at + 3])
+
+
+def near(pixel, colour, tolerance=6):
+    return all(abs(p - c) <= tolerance for p, c in zip(pixel, colour))
+
+
+def check_screenshot(path, name):
+    png = Png(path)
+    width, height = png.width, png.height
+    # The header band (its top rows, away from the text) is the header's colour.
+    assert near(png.pixel(width - 10, 3), HEADER), f"{name}: header pixel {png.pixel(width - 10, 3)}, expected {HEADER}"
+    # The page background shows at the left margin below the navigation.
+    assert near(png.pixel(2, height // 2), BACKGROUND), f"{name}: margin pixel {png.pixel(2, height // 2)}"
+    # Regions down the page: each holds ink (neither background nor white): charts, text.
+    regions = 0
+    band = height // 8
+    for top in range(height // 16, height - band, band):
+        ink = 0
+        for y in range(top, top + band, 2):
+            for x in range(20, width - 20, 2):
+                p = png.pixel(x, y)
+                if not near(p, BACKGROUND, 3) and not near(p, (255, 255, 255), 3):
+                    ink += 1
+        regions += 1
+        assert ink > 100, f"{name}: the region at y={top}..{top + band} is blank ({ink} inked samples)"
+    assert regions >= 6, f"{name}: only {regions} regions checked"
+    # Colour: the palette's blue and vermilion appear (lines and bars).
+    colours = {png.pixel(x, y) for y in range(0, height, 2) for x in range(0, width, 2)}
+    for wanted in ((0x00, 0x72, 0xB2), (0xD5, 0x5E, 0x00)):
+        assert any(near(c, wanted, 12) for c in colours), f"{name}: no pixel of the palette colour {wanted}"
+
+
+# ---- the checks ------------------------------------------------------------------
+
+def check_console_detector(chromium, work):
+    page = os.path.join(work, "console-error.html")
+    with open(page, "w") as f:
+        f.write('<!DOCTYPE html><html><body><script>console.error("fleetplan-browser-test")</script></body></html>')
+    _, console = run_chromium(chromium, work, ["--dump-dom"], "file://" + page)
+    assert any("fleetplan-browser-test" in line for line in console), \
+        "chromium did not report a console error: the no-console-message check would assert nothing"
+
+
+def check_report(chromium, work, html, name, expect_charts, scale=0.5, screenshot_out=None):
+    url = "file://" + os.path.abspath(html)
+    dom, console = run_chromium(chromium, work, ["--dump-dom"], url)
+    assert not console, f"{name}: console messages:\n" + "\n".join(console)
+    found = re.findall(r'<section id="([a-z0-9-]+)">', dom)
+    assert found == SECTIONS, f"{name}: sections {found}, expected {SECTIONS}"
+    bodies = re.split(r'<section id="[a-z0-9-]+">', dom)[1:]
+    for section, body in zip(SECTIONS, bodies):
+        text = re.sub(r"<[^>]+>", " ", body.split("</section>")[0])
+        assert len(text.split()) > 8, f"{name}: section {section} is empty"
+    for section in expect_charts:
+        body = bodies[SECTIONS.index(section)]
+        assert "<svg" in body and ("<polyline" in body or "<rect" in body), f"{name}: section {section} has no chart"
+    shot = os.path.join(work, name + ".png")
+    # Drawn at half scale: a quarter of the pixels to decode, text and lines still inked.
+    _, console = run_chromium(chromium, work, [f"--screenshot={shot}", "--window-size=1280,2400",
+                                               f"--force-device-scale-factor={scale}"], url)
+    assert not console, f"{name}: console messages while drawing:\n" + "\n".join(console)
+    check_screenshot(shot, name)
+    if screenshot_out:
+        shutil.copyfile(shot, screenshot_out)
+    print(f"ok: {name}: {len(SECTIONS)} sections, no console message, screenshot not blank "
+          f"({os.path.getsize(html)} bytes of HTML)")
+
+
+def simulate(fleetplan, out, *args):
+    subprocess.run([fleetplan, "simulate", *args, "--out", out, "--quiet", "--no-requests", "--no-timeline"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    html = os.path.join(out, "report.html")
+    assert os.path.exists(html), f"simulate wrote no {html}"
+    return html
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fleetplan", required=True)
+    ap.add_argument("--work", help="scratch folder (default: a temporary one)")
+    ap.add_argument("--atlas-duration", default="20s", help="Atlas arrivals to simulate ('full': all 10 minutes)")
+    ap.add_argument("--screenshot-out", help="copy the Atlas screenshot here")
+    ap.add_argument("--scale", type=float, default=0.5, help="device scale factor of the Atlas screenshot")
+    args = ap.parse_args()
+    chromium = find_chromium()
+    if chromium is None:
+        print("SKIP: chromium not found (scripts/install-deps.sh installs Debian's chromium)")
+        return 77
+    work = args.work or tempfile.mkdtemp(prefix="fleetplan-browser-")
+    os.makedirs(work, exist_ok=True)
+    start = time.monotonic()
+    check_console_detector(chromium, work)
+    atlas_args = [] if args.atlas_duration == "full" else ["--duration", args.atlas_duration]
+    atlas = simulate(args.fleetplan, os.path.join(work, "atlas"), *atlas_args)
+    pools = simulate(args.fleetplan, os.path.join(work, "pools"),
+                     os.path.join(ROOT, "tests", "scenarios", "pools-disaggregation.yaml"))
+    # The sections whose charts each run must show (Atlas has no pools; the pools scenario
+    # no prefix cache).
+    charts = ["latency", "e2e-by-output", "timeseries", "replicas"]
+    check_report(chromium, work, atlas, "atlas", charts + ["prefix-cache"], args.scale, args.screenshot_out)
+    check_report(chromium, work, pools, "pools", charts + ["kv-transfer"])
+    print(f"browser test: {time.monotonic() - start:.1f} s")
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except AssertionError as e:
+        print(f"FAIL: {e}")
+        sys.exit(1)
