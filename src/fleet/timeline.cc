@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -155,23 +156,35 @@ void TimelineWriter::OnTransfer(const TransferEvent& t) {
 
 void TimelineWriter::AddTimeSeries(const TimeSeriesData& d) {
   if (closed_) return;
-  const auto counters = [&](int pid, const SeriesTable& t) {
-    for (const Series& s : t.columns) {
-      for (int64_t k = 0; k < d.windows; ++k) {
-        Emit(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"value":{}}}}})", JsonString("ts " + s.name),
-                         pid, Micros(d.window_start(k).ns()), s.values[static_cast<size_t>(k)]));
+  // One counter event per table and window, every series an arg: Perfetto draws a track
+  // per arg ("ts arrivals", "ts running", ...).
+  std::string event;
+  const auto counters = [&](int pid, const SeriesTable& t, const std::vector<double>* goodput) {
+    for (int64_t k = 0; k < d.windows; ++k) {
+      event.clear();
+      fmt::format_to(std::back_inserter(event), R"({{"ph":"C","name":"ts","pid":{},"ts":{},"args":{{)", pid,
+                     Micros(d.window_start(k).ns()));
+      const auto w = static_cast<size_t>(k);
+      for (size_t c = 0; c < t.columns.size(); ++c) {
+        fmt::format_to(std::back_inserter(event), R"({}{}:{})", c > 0 ? "," : "", JsonString(t.columns[c].name),
+                       t.columns[c].values[w]);
       }
+      if (goodput != nullptr) fmt::format_to(std::back_inserter(event), R"(,"goodput_rps":{})", (*goodput)[w]);
+      event += "}}";
+      Emit(event);
     }
   };
-  for (size_t r = 0; r < d.replicas.size(); ++r) counters(static_cast<int>(r) + 1, d.replicas[r]);
+  for (size_t r = 0; r < d.replicas.size(); ++r) counters(static_cast<int>(r) + 1, d.replicas[r], nullptr);
   const int fleet_pid = static_cast<int>(std::max(d.replicas.size(), step_index_.size())) + 1;
   Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"fleet"}}}})", fleet_pid));
-  counters(fleet_pid, d.Fleet());
+  const SeriesTable fleet = d.Fleet();
+  const std::vector<double> fleet_goodput = d.GoodputRps(fleet);
+  counters(fleet_pid, fleet, &fleet_goodput);
   for (size_t c = 0; c < d.classes.size(); ++c) {
     const std::vector<double> goodput = d.GoodputRps(d.classes[c]);
     for (int64_t k = 0; k < d.windows; ++k) {
-      Emit(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"value":{}}}}})",
-                       JsonString("ts goodput_rps " + d.class_names[c]), fleet_pid, Micros(d.window_start(k).ns()),
+      Emit(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"goodput_rps":{}}}}})",
+                       JsonString("ts " + d.class_names[c]), fleet_pid, Micros(d.window_start(k).ns()),
                        goodput[static_cast<size_t>(k)]));
     }
   }

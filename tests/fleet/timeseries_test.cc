@@ -247,8 +247,8 @@ TEST(TimeSeries, ReachTheTimelineAsCounterTracks) {
   for (const Json& e : tl["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "fleet") fleet_named = e["pid"] == 3;
     if (e["ph"] != "C") continue;
-    if (e["name"] == "ts running" && e["pid"] == 1) ++running_points;
-    if (e["name"] == "ts goodput_rps chat" && e["pid"] == 3) ++goodput_points;
+    if (e["name"] == "ts" && e["pid"] == 1 && e["args"].contains("running")) ++running_points;
+    if (e["name"] == "ts chat" && e["pid"] == 3 && e["args"].contains("goodput_rps")) ++goodput_points;
   }
   EXPECT_TRUE(fleet_named);
   EXPECT_EQ(running_points, windows);

@@ -15,7 +15,7 @@ Skips (exit 77) with a message where chromium is absent. Standard library only (
 PNG is decoded here with zlib).
 
   browser_test.py --fleetplan BIN [--work DIR] [--atlas-duration 20s]
-                  [--screenshot-out FILE] [--scale 0.5]  # keep the Atlas screenshot (docs/report.md)
+                  [--screenshot-out FILE] [--scale 0.5] [--height 2400]  # keep the Atlas screenshot
 """
 import argparse
 import os
@@ -185,7 +185,7 @@ def check_console_detector(chromium, work):
         "chromium did not report a console error: the no-console-message check would assert nothing"
 
 
-def check_report(chromium, work, html, name, expect_charts, scale=0.5, screenshot_out=None):
+def check_report(chromium, work, html, name, expect_charts, scale=0.5, height=2400, screenshot_out=None):
     url = "file://" + os.path.abspath(html)
     dom, console = run_chromium(chromium, work, ["--dump-dom"], url)
     assert not console, f"{name}: console messages:\n" + "\n".join(console)
@@ -200,7 +200,7 @@ def check_report(chromium, work, html, name, expect_charts, scale=0.5, screensho
         assert "<svg" in body and ("<polyline" in body or "<rect" in body), f"{name}: section {section} has no chart"
     shot = os.path.join(work, name + ".png")
     # Drawn at half scale: a quarter of the pixels to decode, text and lines still inked.
-    _, console = run_chromium(chromium, work, [f"--screenshot={shot}", "--window-size=1280,2400",
+    _, console = run_chromium(chromium, work, [f"--screenshot={shot}", f"--window-size=1280,{height}",
                                                f"--force-device-scale-factor={scale}"], url)
     assert not console, f"{name}: console messages while drawing:\n" + "\n".join(console)
     check_screenshot(shot, name)
@@ -225,6 +225,7 @@ def main():
     ap.add_argument("--atlas-duration", default="20s", help="Atlas arrivals to simulate ('full': all 10 minutes)")
     ap.add_argument("--screenshot-out", help="copy the Atlas screenshot here")
     ap.add_argument("--scale", type=float, default=0.5, help="device scale factor of the Atlas screenshot")
+    ap.add_argument("--height", type=int, default=2400, help="window height (CSS px) of the Atlas screenshot")
     args = ap.parse_args()
     chromium = find_chromium()
     if chromium is None:
@@ -241,7 +242,8 @@ def main():
     # The sections whose charts each run must show (Atlas has no pools; the pools scenario
     # no prefix cache).
     charts = ["latency", "e2e-by-output", "timeseries", "replicas"]
-    check_report(chromium, work, atlas, "atlas", charts + ["prefix-cache"], args.scale, args.screenshot_out)
+    check_report(chromium, work, atlas, "atlas", charts + ["prefix-cache"], args.scale, args.height,
+                 args.screenshot_out)
     check_report(chromium, work, pools, "pools", charts + ["kv-transfer"])
     print(f"browser test: {time.monotonic() - start:.1f} s")
     if not args.work:

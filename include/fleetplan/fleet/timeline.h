@@ -9,10 +9,10 @@
 //   - with pools, the replica's role as a process label, and KV transfers on thread 2
 //     ("kv transfers"): a span on the sending and on the receiving replica, joined by a
 //     flow arrow ("s"/"f", category "kv"), args with bytes, attempt and outcome.
-// The run's time series (timeseries.h), added at the end: one counter track per series
-// ("ts <name>", arg `value`, one point per window at its start) on each replica's
-// process, and a "fleet" process (the pid after the last replica) with the fleet's
-// series and each class's goodput ("ts goodput_rps <class>").
+// The run's time series (timeseries.h), added at the end: a counter event "ts" per window
+// (at its start) on each replica's process with every series as an arg (Perfetto draws
+// one track per arg), and a "fleet" process (the pid after the last replica) with the
+// fleet's series and goodput, and each class's goodput ("ts <class>").
 // A "router" process (pid 0) holds one instant event per routing decision: the request,
 // the chosen replica, the stage it was chosen for, the matched prefix tokens and the
 // queue age at assignment.
