@@ -140,16 +140,20 @@ std::string LineChart(const ChartFrame& f, std::span<const Line> lines, std::spa
   double xlo = std::numeric_limits<double>::infinity();
   double xhi = -xlo;
   double yhi = f.y_max;
+  // A point without a finite value (a figure the report does not have) is left out.
+  const auto drawable = [&](const Line& l, size_t i) {
+    return std::isfinite(l.x[i]) && std::isfinite(l.y[i]) && !(f.log_x && l.x[i] <= 0);
+  };
   for (const Line& l : lines) {
     for (size_t i = 0; i < l.x.size(); ++i) {
-      if (f.log_x && l.x[i] <= 0) continue;
+      if (!drawable(l, i)) continue;
       xlo = std::min(xlo, l.x[i]);
       xhi = std::max(xhi, l.x[i]);
       yhi = std::max(yhi, l.y[i]);
     }
   }
   for (const Marker& m : markers) {
-    if (f.log_x && m.x <= 0) continue;
+    if (!std::isfinite(m.x) || (f.log_x && m.x <= 0)) continue;
     xlo = std::min(xlo, m.x);
     xhi = std::max(xhi, m.x);
   }
@@ -176,7 +180,7 @@ std::string LineChart(const ChartFrame& f, std::span<const Line> lines, std::spa
     double prev_y = 0;
     bool first = true;
     for (size_t i = 0; i < l.x.size(); ++i) {
-      if (f.log_x && l.x[i] <= 0) continue;
+      if (!drawable(l, i)) continue;
       const double px = x(l.x[i]);
       const double py = y(l.y[i]);
       if (l.step && !first) points += Px(px) + "," + Px(prev_y) + " ";
@@ -191,7 +195,7 @@ std::string LineChart(const ChartFrame& f, std::span<const Line> lines, std::spa
   }
   for (size_t i = 0; i < markers.size(); ++i) {
     const Marker& m = markers[i];
-    if (f.log_x && m.x <= 0) continue;
+    if (!std::isfinite(m.x) || (f.log_x && m.x <= 0)) continue;
     const double px = x(m.x);
     const double label_y = kTop + 10 + 11 * static_cast<double>(i % 4);  // staggered: thresholds may sit close
     out += fmt::format(
@@ -214,8 +218,10 @@ std::string LineChart(const ChartFrame& f, std::span<const Line> lines, std::spa
 std::string BarChart(const ChartFrame& f, std::span<const std::string> series, std::span<const BarGroup> groups) {
   double yhi = f.y_max;
   for (const BarGroup& g : groups) {
-    for (double v : g.values) yhi = std::max(yhi, v);
-    if (g.tick) yhi = std::max(yhi, *g.tick);
+    for (double v : g.values) {
+      if (std::isfinite(v)) yhi = std::max(yhi, v);
+    }
+    if (g.tick && std::isfinite(*g.tick)) yhi = std::max(yhi, *g.tick);
   }
   if (yhi <= f.y_min) yhi = f.y_min + 1;
   const std::vector<double> y_ticks = LinearTicks(f.y_min, yhi, 4);
@@ -230,13 +236,14 @@ std::string BarChart(const ChartFrame& f, std::span<const std::string> series, s
     const double gx = kLeft + slot * static_cast<double>(g) + slot * 0.1;
     for (size_t s = 0; s < groups[g].values.size(); ++s) {
       const double v = groups[g].values[s];
+      if (!std::isfinite(v)) continue;  // a figure the report does not have: no bar
       const double top = y(std::max(v, f.y_min));
       out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{} {}: {}</title></rect>)",
                          Px(gx + bar * static_cast<double>(s)), Px(top), Px(bar), Px(y(f.y_min) - top),
                          Color(static_cast<int>(s)), HtmlEscape(groups[g].label),
                          HtmlEscape(s < series.size() ? series[s] : ""), TickLabel(v, f.y_percent));
     }
-    if (groups[g].tick) {
+    if (groups[g].tick && std::isfinite(*groups[g].tick)) {
       const double ty = y(*groups[g].tick);
       out += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#000000" stroke-width="2"><title>{} target: {}</title></line>)",
                          Px(gx - 2), Px(ty), Px(gx + slot * 0.8 + 2), Px(ty), HtmlEscape(groups[g].label),

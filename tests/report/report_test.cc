@@ -2,6 +2,7 @@
 // (simulation_page.h): escaping, numbers, CDFs from histograms, charts that carry their
 // data, a page that holds every section, loads nothing from elsewhere and is
 // byte-identical for the same report.
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -106,6 +107,21 @@ TEST(Svg, LogAxisLeavesOutNonPositiveValues) {
   EXPECT_EQ(std::count(pts.begin(), pts.end(), ','), 2);
   // A tick per decade, 10 to 1000.
   for (const char* label : {">10<", ">100<", ">1000<"}) EXPECT_NE(svg.find(label), std::string::npos) << label;
+}
+
+TEST(Svg, NonFiniteValuesAreLeftOut) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ChartFrame f;
+  const std::vector<Line> lines = {{"a", {0, 1, 2}, {1, nan, 3}, 0, false, false}};
+  const std::string line = LineChart(f, lines, std::vector<Marker>{{nan, "m", 0}});
+  EXPECT_EQ(line.find("nan"), std::string::npos);
+  EXPECT_EQ(line.find(">m</text>"), std::string::npos);
+  const std::vector<std::string> series = {"v"};
+  const std::vector<BarGroup> groups = {{"g", {nan}, nan}, {"h", {2}, std::nullopt}};
+  const std::string bars = BarChart(f, series, groups);
+  EXPECT_EQ(bars.find("nan"), std::string::npos);
+  EXPECT_EQ(bars.find("<title>g v:"), std::string::npos);
+  EXPECT_NE(bars.find("<title>h v: 2</title>"), std::string::npos);
 }
 
 TEST(Svg, BarChartDrawsABarPerValueAndTargets) {

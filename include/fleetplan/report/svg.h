@@ -5,7 +5,8 @@
 // Deterministic: coordinates are printed with one decimal and tick labels with a fixed
 // number of significant digits (fmt), so the same data gives the same bytes on every
 // machine. Axes: linear with "nice" ticks (1, 2, 5 x 10^k), or log10 with a tick per
-// decade; non-positive values on a log axis are left out of the line. Every line and bar
+// decade; non-positive values on a log axis, and non-finite values anywhere (a figure a
+// report does not have), are left out of the line or the bars. Every line and bar
 // carries a <title>, which browsers show as a tooltip, so values can be read without
 // JavaScript.
 // Thread model: pure functions.
