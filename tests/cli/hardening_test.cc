@@ -429,6 +429,24 @@ TEST_F(Hardening, S2_StaleOutputsOfAnEarlierRunAreRemoved) {
   EXPECT_THAT(r.out, HasSubstr("removed " + Path("out/requests.jsonl") + " (from an earlier run"));
 }
 
+TEST_F(Hardening, S2_ReportHtmlIsWrittenByDefaultAndNoHtmlRemovesAStaleOne) {
+  const std::string scenario = Write("s.yaml", Scenario(kSmallWorkload));
+  const CliRun first = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out")});
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_TRUE(fs::exists(Path("out/report.html")));
+  EXPECT_THAT(first.out, HasSubstr("wrote " + Path("out/report.html")));
+  const CliRun r = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out"), "--no-html"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(Path("out/report.html")));
+  EXPECT_THAT(r.out, HasSubstr("removed " + Path("out/report.html") + " (from an earlier run"));
+  // output.html: false in the scenario does the same as --no-html.
+  const std::string off = Write("off.yaml", Scenario(kSmallWorkload) + "output: {html: false}\n");
+  const CliRun o = Fleetplan({"simulate", off, "--quiet", "--out", Path("out2")});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_FALSE(fs::exists(Path("out2/report.html")));
+  EXPECT_TRUE(fs::exists(Path("out2/report.json")));
+}
+
 TEST_F(Hardening, S7_EmptyOutIsAUsageError) {
   const std::string scenario = Write("s.yaml", Scenario(kSmallWorkload));
   const CliRun r = Fleetplan({"simulate", scenario, "--quiet", "--out", ""});
