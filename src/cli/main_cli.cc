@@ -40,6 +40,7 @@ int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err
   RegisterValidateVerb(app, action);
   RegisterSweepVerb(app, action);
   RegisterGateVerb(app, action);
+  RegisterServeVerb(app, action);
 
   try {
     app.parse(argc, argv);

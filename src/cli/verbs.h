@@ -28,6 +28,7 @@ void RegisterTraceVerb(CLI::App& app, VerbAction& action);
 void RegisterValidateVerb(CLI::App& app, VerbAction& action);
 void RegisterSweepVerb(CLI::App& app, VerbAction& action);
 void RegisterGateVerb(CLI::App& app, VerbAction& action);
+void RegisterServeVerb(CLI::App& app, VerbAction& action);
 
 // Runs the command line; returns the process exit code.
 int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);

@@ -1,6 +1,7 @@
 #include "fleetplan/fleet/disaggregation.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -616,9 +617,44 @@ Status ReadDisaggregation(const YamlNode& node, Scenario& s) {
   return Status::Ok();
 }
 
+// faults.serve (fleet/serve_faults.h): read here, used by the emulator only.
+Status ReadServeFaults(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  FP_RETURN_IF_ERROR(node.CheckKeys(keys::kServeFaults));
+  ServeFaults& f = s.serve_faults;
+  if (node["errors"].present()) {
+    FP_ASSIGN_OR_RETURN(auto entries, node["errors"].Entries());
+    double total = 0;
+    for (const auto& [key, value] : entries) {
+      int status = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), status);
+      if (ec != std::errc() || end != key.data() + key.size() || status < 400 || status > 599) {
+        return value.Error(fmt::format("expected an HTTP error status 400..599 as the key, got '{}'", key));
+      }
+      FP_ASSIGN_OR_RETURN(double p, value.AsDoubleInRange(0.0, 1.0));
+      total += p;
+      f.errors[status] = p;
+    }
+    if (total > 1.0 + 1e-12) return node["errors"].Error(fmt::format("the probabilities add up to {} (at most 1)", total));
+  }
+  if (const YamlNode spike = node["latency_spike"]; spike.present()) {
+    FP_RETURN_IF_ERROR(spike.CheckKeys(keys::kServeSpike));
+    FP_ASSIGN_OR_RETURN(f.spike_probability, spike["probability"].AsDoubleInRange(0.0, 1.0));
+    FP_ASSIGN_OR_RETURN(f.spike_delay, spike["delay"].AsDuration());
+  }
+  if (const YamlNode stall = node["stall"]; stall.present()) {
+    FP_RETURN_IF_ERROR(stall.CheckKeys(keys::kServeStall));
+    FP_ASSIGN_OR_RETURN(f.stall_probability, stall["probability"].AsDoubleInRange(0.0, 1.0));
+    FP_ASSIGN_OR_RETURN(f.stall_duration, stall["duration"].AsDuration());
+  }
+  f.seed = SplitMix64(s.seed ^ Fnv1a64("faults.serve"));
+  return Status::Ok();
+}
+
 Status ReadFaults(const YamlNode& node, Scenario& s) {
   if (!node.present() || node.IsNull()) return Status::Ok();
   FP_RETURN_IF_ERROR(node.CheckKeys(keys::kFaults));
+  FP_RETURN_IF_ERROR(ReadServeFaults(node["serve"], s));
   const YamlNode transfer = node["kv_transfer"];
   if (!transfer.present()) return Status::Ok();
   if (!HasPrefillPool(s)) return transfer.Error("KV transfer faults need a `prefill` pool in deployment.pools");

@@ -170,6 +170,15 @@ Json FleetPlan::ToJson() const {
                              {"delay_probability", d.faults.delay_probability},
                              {"failure_probability", d.faults.failure_probability}}}};
   }
+  if (serve_faults.any()) {
+    Json errors = Json::object();
+    for (const auto& [status, p] : serve_faults.errors) errors[std::to_string(status)] = p;
+    j["serve_faults"] = {{"errors", errors},
+                         {"spike_probability", serve_faults.spike_probability},
+                         {"spike_delay_ns", serve_faults.spike_delay.ns()},
+                         {"stall_probability", serve_faults.stall_probability},
+                         {"stall_duration_ns", serve_faults.stall_duration.ns()}};
+  }
   return j;
 }
 
@@ -197,6 +206,7 @@ Expected<FleetPlan> Bind(const Scenario& s) {
   plan.router = s.router;
   plan.adapters = s.adapters;
   plan.disaggregation = s.disaggregation;
+  plan.serve_faults = s.serve_faults;
   plan.transfer_link = s.transfer_link;
   plan.replication = s.replication;
   plan.workload = s.workload;

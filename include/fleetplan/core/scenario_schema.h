@@ -26,7 +26,10 @@ inline const std::vector<std::string> kDeployment = {"replicas", "tp",    "pp",
 inline const std::vector<std::string> kDisaggregation = {"colocate_below_tokens", "link", "setup", "timeout",
                                                          "retries", "on_failure"};
 // faults: injected failures (fleet/pools.h).
-inline const std::vector<std::string> kFaults = {"kv_transfer"};
+inline const std::vector<std::string> kFaults = {"kv_transfer", "serve"};
+inline const std::vector<std::string> kServeFaults = {"errors", "latency_spike", "stall"};
+inline const std::vector<std::string> kServeSpike = {"probability", "delay"};
+inline const std::vector<std::string> kServeStall = {"probability", "duration"};
 inline const std::vector<std::string> kTransferFaults = {"delay", "delay_probability", "failure_probability"};
 inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "ep", "gpu_memory_utilization"};
 inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",

@@ -51,6 +51,7 @@ struct FleetPlan {
   RouterConfig router;
   AdapterConfig adapters;
   DisaggregationConfig disaggregation;  // with a prefill pool
+  ServeFaults serve_faults;             // faults.serve (the emulator only); in ToJson when set
   LinkSpec transfer_link;               // with a prefill pool
   ReplicationConfig replication;
   std::vector<TimedInvalidation> invalidations;

@@ -25,6 +25,7 @@
 #include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/prefix_placement.h"
 #include "fleetplan/fleet/router.h"
+#include "fleetplan/fleet/serve_faults.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/memory/fit.h"
 #include "fleetplan/metrics/slo.h"
@@ -83,6 +84,7 @@ struct Scenario {
   std::vector<PoolSpec> pools;
   // deployment.disaggregation and faults.kv_transfer (read only with a prefill pool).
   DisaggregationConfig disaggregation;
+  ServeFaults serve_faults;  // faults.serve: read by `fleetplan serve` only
   LinkSpec transfer_link;
   int64_t nodes = 1;
   int64_t gpus_per_node = 8;

@@ -1,0 +1,172 @@
+// The emulator's performance figures (docs/PERFORMANCE.md "serve"): a server and a load
+// client in one process over loopback, the server on its own thread (its one I/O thread),
+// the client on the main thread.
+//
+//   open streams  N streaming requests held open at once (most waiting in the engine's
+//                 queue): RSS growth per open stream (server and the in-process client's
+//                 socket state)
+//   throughput    N streams read to their end at a high --speed: streamed tokens per
+//                 second of wall time (the I/O path, not the simulated engine, bounds it)
+//   lateness      N streams at speed 1: token lateness against the simulated schedule,
+//                 p50/p99 as bucket bounds of fleetplan:token_lateness_seconds
+//
+// Usage: serve_bench [--open N] [--throughput N] [--lateness N]   (defaults 10000 2000 2000)
+// Not a Google Benchmark: each figure is one timed scenario. Progress goes to stderr.
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "../tests/serve/stream_client.h"
+#include "fleetplan/core/json.h"
+#include "fleetplan/fleet/fleet_plan.h"
+#include "fleetplan/fleet/scenario.h"
+#include "fleetplan/serve/server.h"
+
+namespace fs = fleetplan::serve;
+using fleetplan::Json;
+
+namespace {
+
+std::string Scenario(int max_running) {
+  return "version: 1\nname: serve-bench\nseed: 5\nmodel: {name: llama-3.1-8b, max_context: 8192}\n"
+         "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 1}\ndeployment: {replicas: 1, tp: 1}\n"
+         "engine:\n  prefix_cache: {enabled: true}\n"
+         "  scheduler: {policy: bounded-chunk, max_batched_tokens: 16384, max_running: " + std::to_string(max_running) +
+         "}\n  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.01ms}, decode: {base: 10ms, per_seq: 0.005ms}}\n"
+         "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1/s}\n"
+         "  classes:\n    chat: {share: 1.0, prompt: [{segment: unique, tokens: 100}], output_tokens: 50}\n";
+}
+
+int64_t RssKiB() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return 0;
+}
+
+struct Running {
+  std::unique_ptr<fs::Server> server;
+  std::thread thread;
+  Running(int max_running, double speed) {
+    auto scenario = fleetplan::LoadScenarioText(Scenario(max_running), "serve-bench.yaml", ".");
+    auto plan = fleetplan::Bind(*scenario);
+    fs::ServeOptions o;
+    o.port = 0;
+    o.speed = speed;
+    server = fs::Server::Create(*plan, o).value();
+    thread = std::thread([this] { (void)server->Run(); });
+  }
+  ~Running() {
+    server->Stop();
+    thread.join();
+  }
+  uint16_t port() const { return server->ports()[0]; }
+};
+
+std::string Metrics(uint16_t port) {
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ip::tcp::socket s(io);
+  s.connect({net::ip::make_address("127.0.0.1"), port});
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  net::write(s, net::buffer(req));
+  std::string out;
+  boost::system::error_code ec;
+  char buf[65536];
+  for (;;) {
+    const size_t n = s.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+double Value(const std::string& m, const std::string& prefix) {
+  const size_t p = m.find("\n" + prefix);
+  if (p == std::string::npos) return -1;
+  const size_t eol = m.find('\n', p + 1);
+  const std::string line = m.substr(p + 1, eol - p - 1);
+  return std::stod(line.substr(line.rfind(' ') + 1));
+}
+
+// The smallest bucket bound holding quantile q of the lateness histogram.
+double LatenessQuantile(const std::string& m, double q) {
+  const std::string l = "fleetplan:token_lateness_seconds_bucket{engine=\"0\",model_name=\"llama-3.1-8b\",le=\"";
+  const double total = Value(m, "fleetplan:token_lateness_seconds_count{");
+  for (const char* b : {"0.0001", "0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1.0"}) {
+    if (Value(m, l + b + "\"}") >= q * total) return std::stod(b);
+  }
+  return 1e9;
+}
+
+std::string Body(int max_tokens) {
+  return Json{{"model", "llama-3.1-8b"}, {"prompt", "benchmark prompt"}, {"max_tokens", max_tokens},
+              {"ignore_eos", true}, {"stream", true}}
+      .dump();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t open_n = 10000, throughput_n = 2000, lateness_n = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int64_t v = std::stoll(argv[i + 1]);
+    if (flag == "--open") open_n = v;
+    else if (flag == "--throughput") throughput_n = v;
+    else if (flag == "--lateness") lateness_n = v;
+    else {
+      std::cerr << "usage: serve_bench [--open N] [--throughput N] [--lateness N]\n";
+      return 2;
+    }
+  }
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+  if (static_cast<int64_t>(lim.rlim_cur) < 2 * open_n + 100) {
+    std::cerr << fmt::format("serve_bench: needs {} file descriptors, the limit is {}\n", 2 * open_n + 100, lim.rlim_cur);
+    return 1;
+  }
+  if (open_n > 0) {
+    Running s(/*max_running=*/256, /*speed=*/1);
+    std::cerr << fmt::format("open streams: {} ...\n", open_n);
+    const int64_t before = RssKiB();
+    int64_t live = 0, rss = 0;
+    fs::testing::StreamLoad::Run(s.port(), Body(4000), open_n, false, std::chrono::milliseconds(6000), [&] {
+      const std::string m = Metrics(s.port());
+      live = static_cast<int64_t>(Value(m, "fleetplan:live_requests{"));
+      rss = RssKiB();
+    });
+    std::cout << fmt::format("open streams     {} held open, {} live in the server; RSS +{} KiB = {:.1f} KiB per open stream\n",
+                             open_n, live, rss - before, static_cast<double>(rss - before) / static_cast<double>(open_n));
+  }
+  if (throughput_n > 0) {
+    Running s(/*max_running=*/4096, /*speed=*/20);
+    std::cerr << fmt::format("throughput: {} streams x 500 tokens ...\n", throughput_n);
+    const auto r = fs::testing::StreamLoad::Run(s.port(), Body(500), throughput_n, false);
+    const std::string m = Metrics(s.port());
+    const double tokens = Value(m, "vllm:generation_tokens_total{");
+    std::cout << fmt::format("throughput       {} streams, {} completed, {:.0f} tokens in {:.2f} s = {:.0f} tokens/s\n",
+                             throughput_n, r.completed, tokens, r.seconds, tokens / r.seconds);
+  }
+  if (lateness_n > 0) {
+    Running s(/*max_running=*/4096, /*speed=*/1);
+    std::cerr << fmt::format("lateness: {} streams x 100 tokens at speed 1 ...\n", lateness_n);
+    const auto r = fs::testing::StreamLoad::Run(s.port(), Body(100), lateness_n, false);
+    const std::string m = Metrics(s.port());
+    std::cout << fmt::format("lateness         {} streams, {} completed in {:.2f} s; token lateness p50 <= {} ms, p99 <= {} ms, "
+                             "max {:.2f} ms\n",
+                             lateness_n, r.completed, r.seconds, LatenessQuantile(m, 0.5) * 1000,
+                             LatenessQuantile(m, 0.99) * 1000, Value(m, "fleetplan:token_lateness_max_seconds{") * 1000);
+  }
+  return 0;
+}

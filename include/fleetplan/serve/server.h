@@ -1,0 +1,80 @@
+// Server: `fleetplan serve`, an OpenAI-compatible engine emulator. Every replica of a
+// bound plan is one engine of the fleet kernel (fleet/simulation.h, push API), stepped in
+// real time and listening on its own port (port, port + 1, ...), so a gateway can route
+// among them as among vLLM pods.
+//
+// Time. Each replica maps wall time to simulated time from its start: sim = (wall -
+// origin) * speed. A step of simulated cost D that starts at simulated t ends at t + D,
+// that is D / speed of wall time after its simulated start; a request's arrival is the
+// simulated time of the moment its HTTP request was read. Output tokens leave when the
+// I/O thread handles the event; how late that is against the simulated schedule
+// (wall now - wall of the event's simulated time) is exported in /metrics
+// (fleetplan:token_lateness_seconds).
+//
+// Threads. One I/O thread runs everything: the acceptors, every connection, and each
+// replica's engine clock (a timer armed at the wall time of the simulation's next
+// event). Nothing blocks it: writes are asynchronous, each connection's output buffer is
+// capped (a full one pauses its stream; past the slow-client timeout the request is
+// cancelled), and the engine never waits for a client.
+//
+// Requests (docs/serve.md): a client disconnect or POST /v1/requests/{id}/cancel cancels
+// a request in whatever state it is in; a second live request with the same X-Request-Id
+// gets 409; a completed one is replayed from its recorded response for the retention
+// window; when the engine's waiting bound is hit the answer is 503 with Retry-After.
+// Thread model: Run on one thread; Stop may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleetplan/core/status.h"
+#include "fleetplan/core/units.h"
+#include "fleetplan/fleet/fleet_plan.h"
+
+namespace fleetplan::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                       // replica i listens on port + i; 0: each takes an ephemeral port
+  std::optional<int64_t> replicas;       // overrides the plan's count
+  double speed = 1.0;                    // simulated seconds per wall second
+  std::optional<int64_t> max_waiting;    // overrides engine.scheduler.max_waiting (0: unbounded)
+  std::string served_model_name;         // default: the plan's model name
+  int64_t max_body_bytes = 1 << 20;      // larger bodies get 413
+  int64_t client_buffer_bytes = 64 << 10;  // a stream's unsent output beyond this pauses it
+  Duration slow_client_timeout = Sec(10);  // wall time a stream may stay paused before it is cancelled
+  Duration idempotency_window = Sec(300);  // wall time a completed request's response is kept
+  int64_t idempotency_entries = 10'000;    // most recorded responses per replica (oldest dropped)
+  int64_t idempotency_max_body = 1 << 20;  // responses larger than this are not recorded
+  int64_t retry_after_seconds = 1;         // Retry-After of a 503
+  int64_t max_loras = 8;                   // adapters loaded at once per replica
+  std::optional<Duration> exit_after;      // wall time after which Run returns by itself
+};
+
+class Server {
+ public:
+  // Binds every replica's port. Errors: a plan with a prefill pool (kInvalidInput: only
+  // mixed replicas are emulated), a port that cannot be bound, a bad option.
+  static Expected<std::unique_ptr<Server>> Create(const FleetPlan& plan, const ServeOptions& options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The bound ports, in replica order.
+  std::vector<uint16_t> ports() const;
+  // Serves on the calling thread until Stop, SIGINT/SIGTERM (with handle_signals) or
+  // exit_after. Returns an internal error if a replica's simulation failed.
+  Status Run(bool handle_signals = false);
+  // Thread-safe.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fleetplan::serve

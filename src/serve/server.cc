@@ -1,0 +1,1222 @@
+#include "fleetplan/serve/server.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <unordered_map>
+
+#include "fleetplan/core/rng.h"
+#include "fleetplan/fleet/simulation.h"
+#include "fleetplan/serve/openai.h"
+#include "fleetplan/serve/prometheus.h"
+#include "fleetplan/serve/tokenizer.h"
+
+namespace fleetplan::serve {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+// Tunables with a why.
+constexpr size_t kHeaderLimit = 16 << 10;        // request line + headers, as uvicorn's h11 default order
+constexpr size_t kWatchReadBytes = 4096;         // a disconnect watch reads at most this much ahead
+constexpr size_t kMaxReadAhead = 64 << 10;       // pipelined bytes kept while a request is live
+constexpr auto kSweepPeriod = std::chrono::milliseconds(100);  // slow-client and retention checks
+
+constexpr size_t kMaxRequestIdBytes = 128;       // X-Request-Id: it becomes the response id
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Empty (none given) or 1..128 printable ASCII bytes without spaces: it is echoed in
+// headers, ids and JSON.
+bool IsRequestId(std::string_view id) {
+  if (id.size() > kMaxRequestIdBytes) return false;
+  for (const char ch : id) {
+    if (ch <= 0x20 || ch >= 0x7f) return false;
+  }
+  return true;
+}
+
+class Connection;
+class Replica;
+
+// What a response needs beyond the request: a recorded copy for idempotent replays.
+struct Recorded {
+  uint64_t body_hash = 0;
+  std::string content_type;
+  std::string body;
+  Clock::time_point expires;
+};
+
+// One request in the engine.
+struct Live {
+  RequestId id = 0;
+  std::weak_ptr<Connection> conn;
+  Endpoint endpoint = Endpoint::kCompletions;
+  bool stream = false;
+  bool include_usage = false;
+  std::string idem_key;
+  uint64_t body_hash = 0;
+  ResponseHead head;
+  AdapterId adapter = kNoAdapter;
+  uint64_t seed = 0;
+  int64_t prompt_tokens = 0;
+  int64_t max_tokens = 0;
+  int64_t output_tokens = 0;        // what the engine will generate
+  size_t text_limit = std::string::npos;  // a stop string starts here (bytes of answer text)
+  std::string finish;               // "stop" or "length" when the engine completes it
+  std::string stop_reason;
+  int64_t generated = 0;            // tokens the engine produced
+  int64_t emitted = 0;              // tokens rendered to the client
+  size_t text_bytes = 0;            // answer bytes before token `emitted` (unclipped)
+  bool engine_done = false;
+  bool scheduled = false;           // queue time observed
+  bool paused = false;
+  bool stream_begun = false;
+  int64_t stall_at = -1;            // faults.serve.stall: the stream stops before this token
+  Clock::time_point stall_until;    // set when the stall starts
+  Clock::time_point arrival, first_token, last_token, paused_since;
+};
+
+// Prometheus state of one replica (vLLM's names; docs/serve.md "Metrics").
+struct Metrics {
+  Histogram ttft{TtftBuckets()};
+  Histogram itl{InterTokenBuckets()};
+  Histogram e2e{RequestLatencyBuckets()};
+  Histogram queue{RequestLatencyBuckets()};
+  Histogram prompt_hist;
+  Histogram gen_hist;
+  Histogram max_tokens_hist;
+  Histogram lateness{LatenessBuckets()};
+  double lateness_max = 0;
+  int64_t prompt_tokens = 0;
+  int64_t generation_tokens = 0;
+  std::map<std::string, int64_t> success;  // finished_reason -> count
+  int64_t client_cancels = 0;
+  int64_t route_cancels = 0;
+  int64_t slow_pauses = 0;
+  int64_t slow_cancels = 0;
+  int64_t conflicts = 0;
+  int64_t replays = 0;
+  int64_t rejected = 0;
+  std::map<int, int64_t> http_errors;  // status -> count
+  std::map<std::string, int64_t> faults;  // kind -> count (faults.serve)
+  explicit Metrics(int64_t max_len)
+      : prompt_hist(Buckets125(max_len)), gen_hist(Buckets125(max_len)), max_tokens_hist(Buckets125(max_len)) {
+    for (const char* r : {"stop", "length", "abort"}) success[r] = 0;
+  }
+};
+
+struct Shared {
+  net::io_context io{1};
+  ServeOptions options;
+  std::string model;
+  int64_t max_model_len = 0;
+  std::vector<ClassSpec> classes;
+  uint64_t seed = 0;
+  ServeFaults faults;
+  Status failure = Status::Ok();
+};
+
+class Replica final : public EngineObserver {
+ public:
+  Replica(Shared& shared, int index, const FleetSetup& setup);
+  Status Init(const FleetSetup& setup, const tcp::endpoint& ep);
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  void Start();
+  void Stop();
+
+  // HTTP handlers (the connection sends what they return or starts a stream).
+  void Complete(const std::shared_ptr<Connection>& c, Endpoint e, const http::request<http::string_body>& req);
+  void CancelRoute(const std::shared_ptr<Connection>& c, std::string_view id);
+  void LoadLora(const std::shared_ptr<Connection>& c, std::string_view body, bool load);
+  std::string ModelsBody() const;
+  std::string MetricsBody() const;
+  // The connection of a live request went away.
+  void ClientGone(RequestId id);
+  // A stream's buffer drained: render what was held back.
+  void Drained(RequestId id);
+  void CountError(int status) { ++metrics_.http_errors[status]; }
+
+  void OnRequestDone(const RequestOutcome& o) override;
+
+ private:
+  SimTime SimOf(Clock::time_point t) const;
+  Clock::time_point WallOf(SimTime t) const;
+  void Accept();
+  // Runs the simulation up to now (or only up to `limit`) and rearms the clock.
+  void Pump(std::optional<SimTime> limit = std::nullopt);
+  void ArmTimer();
+  void Sweep();
+  void HandleToken(const TokenEvent& ev);
+  void RenderTokens(Live& l, Connection& c);
+  void FinishStream(Live& l, Connection& c);
+  void Cancel(Live& l);
+  void Forget(RequestId id);
+  std::optional<ApiError> PlanOutput(const ApiRequest& req, Live& l, std::span<const int64_t> ids);
+  std::string FinalBody(const Live& l) const;
+  void Record(const Live& l, std::string content_type, std::string body);
+  std::optional<AdapterId> ResolveModel(const std::string& name) const;
+
+  Shared& shared_;
+  int index_;
+  tcp::acceptor acceptor_;
+  net::steady_timer timer_;
+  net::steady_timer sweep_timer_;
+  std::unique_ptr<Simulation> sim_;
+  int64_t block_tokens_ = 16;
+  int64_t kv_blocks_ = 0;
+  bool prefix_cache_ = false;
+  Clock::time_point origin_;
+  RequestId next_id_ = 0;
+  uint64_t response_counter_ = 0;
+  std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
+  std::deque<RequestId> unscheduled_;  // arrival order, for the queue-time histogram
+  std::map<std::string, RequestId> live_keys_;
+  std::map<std::string, Recorded> recorded_;
+  std::deque<std::pair<Clock::time_point, std::string>> recorded_order_;
+  std::map<std::string, std::string> loras_;  // name -> path
+  std::map<std::string, AdapterId> lora_ids_;
+  AdapterId next_adapter_ = 0;
+  Metrics metrics_;
+  RngStream fault_rng_;
+  bool stopped_ = false;
+  bool in_pump_ = false;
+};
+
+// One TCP connection: reads requests with Beast's parser, writes whole responses or a
+// chunked event stream, and watches for the client going away while a request is live.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Replica& rep, Shared& shared, tcp::socket sock) : rep_(rep), shared_(shared), sock_(std::move(sock)) {}
+
+  void Start() { ReadRequest(); }
+
+  // A whole response; the connection reads the next request after it (keep-alive).
+  void SendFull(http::status status, std::string content_type, std::string body,
+                std::vector<std::pair<std::string, std::string>> headers = {}) {
+    auto res = std::make_unique<http::response<http::string_body>>(status, 11);
+    res->set(http::field::server, "fleetplan");
+    res->set(http::field::content_type, content_type);
+    for (auto& [k, v] : headers) res->set(k, v);
+    res->keep_alive(keep_alive_);
+    res->body() = std::move(body);
+    res->prepare_payload();
+    full_ = std::move(res);
+    DoWrite();
+  }
+  void SendError(const ApiError& e, std::vector<std::pair<std::string, std::string>> headers = {}) {
+    rep_.CountError(e.status);
+    SendFull(static_cast<http::status>(e.status), "application/json", ErrorBody(e), std::move(headers));
+  }
+  // Starts a chunked text/event-stream response.
+  void BeginStream(std::vector<std::pair<std::string, std::string>> headers) {
+    head_ = std::make_unique<http::response<http::empty_body>>(http::status::ok, 11);
+    head_->set(http::field::server, "fleetplan");
+    head_->set(http::field::content_type, "text/event-stream");
+    head_->set(http::field::cache_control, "no-cache");
+    for (auto& [k, v] : headers) head_->set(k, v);
+    head_->keep_alive(keep_alive_);
+    head_->chunked(true);
+    serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*head_);
+    head_pending_ = true;
+    DoWrite();
+  }
+  std::string& out() { return out_; }
+  size_t buffered() const { return out_.size() + wbuf_.size(); }
+  void EndStream() {
+    last_pending_ = true;
+    DoWrite();
+  }
+  void Flush() { DoWrite(); }
+  void SetLive(RequestId id) {
+    live_ = id;
+    Watch();
+  }
+  void ClearLive() { live_.reset(); }
+  // Drops the connection (cancelled request, slow client, shutdown).
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_both, ec);
+    sock_.close(ec);
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  void ReadRequest() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(static_cast<uint64_t>(shared_.options.max_body_bytes));
+    reading_ = true;
+    http::async_read(sock_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->reading_ = false;
+      self->OnRead(ec);
+    });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (closed_) return;
+    if (ec == http::error::body_limit) {
+      keep_alive_ = false;
+      ApiError e{413, fmt::format("the request body is larger than {} bytes", shared_.options.max_body_bytes)};
+      e.code = "request_too_large";
+      return SendError(e);
+    }
+    if (ec == http::error::header_limit) {
+      keep_alive_ = false;
+      return SendError(ApiError{431, "the request headers are too large"});
+    }
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::error::operation_aborted) {
+      return Close();
+    }
+    if (ec) {
+      keep_alive_ = false;
+      return SendError(ApiError{400, fmt::format("malformed HTTP request: {}", ec.message())});
+    }
+    http::request<http::string_body> req = parser_->release();
+    parser_.reset();
+    keep_alive_ = req.keep_alive();
+    Route(req);
+  }
+
+  void Route(const http::request<http::string_body>& req) {
+    std::string_view target(req.target().data(), req.target().size());
+    if (const size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+    const auto method = req.method();
+    auto need = [&](http::verb v) {
+      if (method == v) return true;
+      SendError(ApiError{405, fmt::format("{} does not take {}", target, std::string(req.method_string())), "invalid_request_error"});
+      return false;
+    };
+    auto self = shared_from_this();
+    if (target == "/v1/completions") {
+      if (need(http::verb::post)) rep_.Complete(self, Endpoint::kCompletions, req);
+    } else if (target == "/v1/chat/completions") {
+      if (need(http::verb::post)) rep_.Complete(self, Endpoint::kChat, req);
+    } else if (target == "/health") {
+      if (need(http::verb::get)) SendFull(http::status::ok, "application/json", "");
+    } else if (target == "/v1/models") {
+      if (need(http::verb::get)) SendFull(http::status::ok, "application/json", rep_.ModelsBody());
+    } else if (target == "/metrics") {
+      if (need(http::verb::get)) SendFull(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", rep_.MetricsBody());
+    } else if (target == "/v1/load_lora_adapter") {
+      if (need(http::verb::post)) rep_.LoadLora(self, req.body(), true);
+    } else if (target == "/v1/unload_lora_adapter") {
+      if (need(http::verb::post)) rep_.LoadLora(self, req.body(), false);
+    } else if (target.starts_with("/v1/requests/") && target.ends_with("/cancel")) {
+      const std::string_view id = target.substr(13, target.size() - 13 - 7);
+      if (need(http::verb::post)) rep_.CancelRoute(self, id);
+    } else {
+      ApiError e{404, fmt::format("no route {}", target)};
+      e.type = "not_found_error";
+      SendError(e);
+    }
+  }
+
+  // While a request is live the connection keeps one read outstanding, so a disconnect
+  // is seen at once; bytes that arrive (a pipelined request) stay in the buffer.
+  void Watch() {
+    if (closed_ || watching_ || buf_.size() >= kMaxReadAhead) return;
+    watching_ = true;
+    sock_.async_read_some(buf_.prepare(kWatchReadBytes), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->watching_ = false;
+      if (!ec) {
+        self->buf_.commit(n);
+        if (self->live_) return self->Watch();
+        if (self->want_next_) {
+          self->want_next_ = false;
+          return self->ReadRequest();
+        }
+        return;
+      }
+      if (ec == net::error::operation_aborted && self->want_next_ && !self->closed_) {
+        self->want_next_ = false;
+        return self->ReadRequest();
+      }
+      if (ec == net::error::operation_aborted && !self->live_) return;
+      self->Gone();
+    });
+  }
+
+  void Gone() {
+    if (closed_) return;
+    const auto live = live_;
+    Close();
+    if (live) rep_.ClientGone(*live);
+  }
+
+  void DoWrite() {
+    if (writing_ || closed_) return;
+    auto self = shared_from_this();
+    if (head_pending_) {
+      writing_ = true;
+      http::async_write_header(sock_, *serializer_, [self](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        self->head_pending_ = false;
+        if (ec) return self->Gone();
+        self->DoWrite();
+      });
+    } else if (!out_.empty()) {
+      writing_ = true;
+      wbuf_.swap(out_);
+      net::async_write(sock_, http::make_chunk(net::buffer(wbuf_)), [self](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        self->wbuf_.clear();
+        if (ec) return self->Gone();
+        if (self->live_) self->rep_.Drained(*self->live_);
+        self->DoWrite();
+      });
+    } else if (last_pending_) {
+      writing_ = true;
+      net::async_write(sock_, http::make_chunk_last(), [self](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        self->last_pending_ = false;
+        self->serializer_.reset();
+        self->head_.reset();
+        if (ec) return self->Gone();
+        self->ResponseDone();
+      });
+    } else if (full_) {
+      writing_ = true;
+      http::async_write(sock_, *full_, [self](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        self->full_.reset();
+        if (ec) return self->Gone();
+        self->ResponseDone();
+      });
+    }
+  }
+
+  void ResponseDone() {
+    live_.reset();
+    std::string().swap(wbuf_);
+    std::string().swap(out_);
+    if (!keep_alive_) {
+      beast::error_code ec;
+      sock_.shutdown(tcp::socket::shutdown_send, ec);
+      return Close();
+    }
+    if (watching_) {
+      want_next_ = true;
+      beast::error_code ec;
+      sock_.cancel(ec);
+      return;
+    }
+    ReadRequest();
+  }
+
+  Replica& rep_;
+  Shared& shared_;
+  tcp::socket sock_;
+  beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::unique_ptr<http::response<http::string_body>> full_;
+  std::unique_ptr<http::response<http::empty_body>> head_;
+  std::unique_ptr<http::response_serializer<http::empty_body>> serializer_;
+  std::string out_;
+  std::string wbuf_;
+  std::optional<RequestId> live_;
+  bool keep_alive_ = true;
+  bool writing_ = false;
+  bool reading_ = false;
+  bool watching_ = false;
+  bool want_next_ = false;
+  bool head_pending_ = false;
+  bool last_pending_ = false;
+  bool closed_ = false;
+};
+
+// ---------------------------------------------------------------------------------------
+// Replica
+
+Replica::Replica(Shared& shared, int index, const FleetSetup& setup)
+    : shared_(shared), index_(index), acceptor_(shared.io), timer_(shared.io), sweep_timer_(shared.io),
+      metrics_(shared.max_model_len), fault_rng_(shared.faults.seed, fmt::format("replica-{}", index)) {
+  const EngineConfig& e = setup.replicas[0].engine;
+  block_tokens_ = e.block_tokens;
+  kv_blocks_ = e.kv_blocks;
+  prefix_cache_ = e.prefix_cache.enabled;
+}
+
+Status Replica::Init(const FleetSetup& setup, const tcp::endpoint& ep) {
+  FP_ASSIGN_OR_RETURN(sim_, Simulation::Create(setup, this));
+  sim_->SetTokenCallback([this](const TokenEvent& ev) { HandleToken(ev); });
+  FP_RETURN_IF_ERROR(sim_->Start(nullptr));
+  beast::error_code ec;
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return InvalidInput(fmt::format("replica {}: cannot listen on {}:{}: {}", index_, ep.address().to_string(), ep.port(),
+                                    ec.message()));
+  }
+  return Status::Ok();
+}
+
+void Replica::Start() {
+  origin_ = Clock::now();
+  Accept();
+  Sweep();
+}
+
+void Replica::Stop() {
+  stopped_ = true;
+  beast::error_code ec;
+  acceptor_.close(ec);
+  timer_.cancel();
+  sweep_timer_.cancel();
+  for (auto& [id, l] : live_) {
+    if (auto c = l->conn.lock()) c->Close();
+  }
+}
+
+SimTime Replica::SimOf(Clock::time_point t) const {
+  const double ns = static_cast<double>((t - origin_).count()) * shared_.options.speed;
+  return SimTime::FromNanos(static_cast<int64_t>(ns));
+}
+
+Clock::time_point Replica::WallOf(SimTime t) const {
+  const double ns = std::ceil(static_cast<double>(t.ns()) / shared_.options.speed);
+  return origin_ + std::chrono::nanoseconds(static_cast<int64_t>(ns));
+}
+
+void Replica::Accept() {
+  acceptor_.async_accept([this](beast::error_code ec, tcp::socket sock) {
+    if (stopped_) return;
+    if (!ec) {
+      beast::error_code ignored;
+      sock.set_option(tcp::no_delay(true), ignored);
+      std::make_shared<Connection>(*this, shared_, std::move(sock))->Start();
+    }
+    Accept();
+  });
+}
+
+void Replica::Pump(std::optional<SimTime> limit) {
+  if (stopped_ || in_pump_) return;
+  in_pump_ = true;
+  const Clock::time_point now = Clock::now();
+  SimTime t = std::max(SimOf(now), sim_->now());
+  if (auto next = sim_->next_event(); next && WallOf(*next) <= now) t = std::max(t, *next);
+  if (limit) t = std::max(*limit, sim_->now());
+  Status s = sim_->RunUntil(t);
+  in_pump_ = false;
+  if (!s.ok()) {
+    shared_.failure = InternalError(fmt::format("replica {}: {}", index_, s.message()));
+    shared_.io.stop();
+    return;
+  }
+  // Queue time: until the engine first holds the request as running (checked at each
+  // event in arrival order; with FCFS admission the front is the next admitted).
+  const Engine& engine = sim_->replica(0);
+  while (!unscheduled_.empty()) {
+    auto it = live_.find(unscheduled_.front());
+    if (it == live_.end() || it->second->scheduled) {
+      unscheduled_.pop_front();
+      continue;
+    }
+    const auto view = engine.request(it->first);
+    if (!view || !(view->running || view->num_computed > 0)) break;
+    it->second->scheduled = true;
+    metrics_.queue.Observe(Seconds(now - it->second->arrival));
+    unscheduled_.pop_front();
+  }
+  ArmTimer();
+}
+
+void Replica::ArmTimer() {
+  auto next = sim_->next_event();
+  if (!next) return;
+  timer_.expires_at(WallOf(*next));
+  timer_.async_wait([this](beast::error_code ec) {
+    if (!ec) Pump();
+  });
+}
+
+void Replica::Sweep() {
+  const Clock::time_point now = Clock::now();
+  const auto timeout = std::chrono::nanoseconds(shared_.options.slow_client_timeout.ns());
+  std::vector<RequestId> slow, resumed;
+  for (const auto& [id, l] : live_) {
+    if (l->paused && now - l->paused_since > timeout) slow.push_back(id);
+    if (l->stall_at >= 0 && l->stall_until != Clock::time_point() && now >= l->stall_until) resumed.push_back(id);
+  }
+  for (const RequestId id : resumed) {  // a resumed stream may finish (and leave live_)
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    if (auto c = it->second->conn.lock(); c && !c->closed()) {
+      RenderTokens(*it->second, *c);
+      c->Flush();
+    }
+  }
+  for (const RequestId id : slow) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    ++metrics_.slow_cancels;
+    if (auto c = it->second->conn.lock()) c->Close();
+    if (it->second->engine_done) {
+      Forget(id);  // complete in the engine (counted there), held back here
+    } else {
+      Cancel(*it->second);
+    }
+  }
+  while (!recorded_order_.empty() && recorded_order_.front().first <= now) {
+    auto it = recorded_.find(recorded_order_.front().second);
+    if (it != recorded_.end() && it->second.expires <= now) recorded_.erase(it);
+    recorded_order_.pop_front();
+  }
+  if (!slow.empty()) Pump();
+  sweep_timer_.expires_after(kSweepPeriod);
+  sweep_timer_.async_wait([this](beast::error_code ec) {
+    if (!ec) Sweep();
+  });
+}
+
+std::optional<AdapterId> Replica::ResolveModel(const std::string& name) const {
+  if (name == shared_.model) return kNoAdapter;
+  if (auto it = lora_ids_.find(name); it != lora_ids_.end()) return it->second;
+  return std::nullopt;
+}
+
+// The answer's length and text limit: max_tokens, the class's output distribution, stop
+// strings (docs/serve.md "Tokens").
+std::optional<ApiError> Replica::PlanOutput(const ApiRequest& req, Live& l, std::span<const int64_t> ids) {
+  const int64_t prompt = static_cast<int64_t>(ids.size());
+  const int64_t room = shared_.max_model_len - prompt;
+  if (room < 1 || (req.max_tokens && *req.max_tokens > room)) {
+    const int64_t asked = req.max_tokens.value_or(1);
+    return ApiError{400, fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
+                                     "({} in the prompt, {} in the completion). Please reduce the length of the prompt "
+                                     "or the completion.",
+                                     shared_.max_model_len, prompt + asked, prompt, asked),
+                    "invalid_request_error", req.endpoint == Endpoint::kChat ? "messages" : "prompt",
+                    "context_length_exceeded"};
+  }
+  l.prompt_tokens = prompt;
+  l.max_tokens = req.max_tokens.value_or(room);
+  if (req.seed) {
+    l.seed = *req.seed;
+  } else {
+    uint64_t h = Fnv1a64(req.model);
+    for (const int64_t id : ids) h = SplitMix64(h ^ static_cast<uint64_t>(id));
+    l.seed = h;
+  }
+  if (req.ignore_eos || shared_.classes.empty()) {
+    l.output_tokens = l.max_tokens;
+    l.finish = "length";
+  } else {
+    RngStream rng(l.seed, "serve.output_tokens");
+    const int64_t drawn = shared_.classes.front().output_tokens.Sample(rng);
+    l.output_tokens = std::min(drawn, l.max_tokens);
+    l.finish = drawn >= l.max_tokens ? "length" : "stop";
+  }
+  if (!req.stop.empty()) {
+    std::string text;
+    for (int64_t i = 0; i < l.output_tokens; ++i) {
+      const size_t before = text.size();
+      text += FillerToken(l.seed, i);
+      size_t best = std::string::npos;
+      const std::string* which = nullptr;
+      for (const std::string& s : req.stop) {
+        const size_t from = before >= s.size() ? before - s.size() + 1 : 0;
+        const size_t at = text.find(s, from);
+        if (at != std::string::npos && at < best) {
+          best = at;
+          which = &s;
+        }
+      }
+      if (which != nullptr) {
+        l.output_tokens = i + 1;
+        l.text_limit = best;
+        l.finish = "stop";
+        l.stop_reason = *which;
+        break;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
+                       const http::request<http::string_body>& http_req) {
+  const Clock::time_point arrival = Clock::now();
+  ParseResult parsed = ParseApiRequest(endpoint, http_req.body());
+  if (!parsed.request) return c->SendError(parsed.error);
+  const ApiRequest& req = *parsed.request;
+  const auto adapter = ResolveModel(req.model);
+  if (!adapter) {
+    ApiError e{404, fmt::format("The model `{}` does not exist.", req.model), "NotFoundError", "model", "model_not_found"};
+    e.type = "invalid_request_error";
+    return c->SendError(e);
+  }
+  std::string key;
+  if (auto h = http_req.find("x-request-id"); h != http_req.end()) key = std::string(h->value());
+  if (!IsRequestId(key)) {
+    return c->SendError(ApiError{400, fmt::format("X-Request-Id must be 1..{} printable ASCII characters without spaces",
+                                                  kMaxRequestIdBytes),
+                                 "invalid_request_error", "X-Request-Id"});
+  }
+  const uint64_t body_hash = Fnv1a64(http_req.body());
+  if (!key.empty()) {
+    if (live_keys_.count(key) != 0) {
+      ++metrics_.conflicts;
+      return c->SendError(ApiError{409, fmt::format("a request with X-Request-Id '{}' is in progress", key),
+                                   "invalid_request_error", "", "request_in_progress"});
+    }
+    if (auto it = recorded_.find(key); it != recorded_.end() && it->second.expires > arrival) {
+      if (it->second.body_hash != body_hash) {
+        return c->SendError(ApiError{422, fmt::format("X-Request-Id '{}' was used with a different body", key),
+                                     "invalid_request_error", "", "idempotency_key_reused"});
+      }
+      ++metrics_.replays;
+      return c->SendFull(http::status::ok, it->second.content_type, it->second.body,
+                         {{"X-Request-Id", key}, {"X-Idempotent-Replay", "true"}});
+    }
+  }
+  // faults.serve: three draws per request, always, so the sequence is the same whichever fires.
+  Duration spike;
+  double stall_draw = 1;
+  if (shared_.faults.any()) {
+    const double e = fault_rng_.NextDouble();
+    const double sp = fault_rng_.NextDouble();
+    stall_draw = fault_rng_.NextDouble();
+    double cumulative = 0;
+    for (const auto& [status, p] : shared_.faults.errors) {
+      cumulative += p;
+      if (e < cumulative) {
+        ++metrics_.faults[fmt::format("error_{}", status)];
+        std::vector<std::pair<std::string, std::string>> headers;
+        if (status == 429 || status == 503) headers.emplace_back("Retry-After", fmt::to_string(shared_.options.retry_after_seconds));
+        return c->SendError(ApiError{status, fmt::format("injected fault: HTTP {} (faults.serve.errors)", status),
+                                     status == 429 ? "rate_limit_error" : status >= 500 ? "server_error" : "invalid_request_error",
+                                     "", "injected_fault"},
+                            std::move(headers));
+      }
+    }
+    if (sp < shared_.faults.spike_probability) {
+      spike = shared_.faults.spike_delay;
+      ++metrics_.faults["latency_spike"];
+    }
+  }
+  Tokenized tok;
+  std::span<const int64_t> ids;
+  if (req.prompt_is_ids) {
+    ids = req.prompt_ids;
+  } else {
+    tok = Tokenize(req.prompt_text);
+    ids = tok.ids;
+  }
+  auto l = std::make_unique<Live>();
+  if (auto err = PlanOutput(req, *l, ids)) return c->SendError(*err);
+  if (stall_draw < shared_.faults.stall_probability) {
+    RngStream at(l->seed, "serve.stall_at");
+    l->stall_at = static_cast<int64_t>(at.NextBelow(static_cast<uint64_t>(l->output_tokens)));
+    ++metrics_.faults["stall"];
+  }
+  l->id = next_id_++;
+  l->conn = c;
+  l->endpoint = endpoint;
+  l->stream = req.stream;
+  l->include_usage = req.include_usage;
+  l->idem_key = key;
+  l->body_hash = body_hash;
+  l->adapter = *adapter;
+  l->arrival = arrival;
+  l->head.id = fmt::format("{}-{}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl",
+                           key.empty() ? fmt::format("{:x}{:08x}", index_, ++response_counter_) : key);
+  l->head.created = static_cast<int64_t>(std::time(nullptr));
+  l->head.model = req.model;
+  metrics_.max_tokens_hist.Observe(static_cast<double>(l->max_tokens));
+
+  Request r;
+  r.id = l->id;
+  r.adapter = *adapter;
+  r.arrival = std::max(SimOf(arrival), sim_->now()) + spike;
+  r.prompt = PromptLayout(ids, block_tokens_);
+  r.output_tokens = l->output_tokens;
+  const RequestId id = l->id;
+  Live& live = *l;
+  live_.emplace(id, std::move(l));
+  if (!key.empty()) live_keys_[key] = id;
+  unscheduled_.push_back(id);
+  c->SetLive(id);
+  if (Status s = sim_->Submit(r); !s.ok()) {
+    Forget(id);
+    c->ClearLive();
+    return c->SendError(ApiError{500, s.message(), "server_error"});
+  }
+  // Up to the arrival only: a rejection answers 503 before any byte of a stream, and no
+  // token of this request comes before its headers (its first step ends after it).
+  Pump(r.arrival);
+  if (!req.stream || live_.count(id) == 0 || c->closed()) return Pump();
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!key.empty()) headers.emplace_back("X-Request-Id", key);
+  c->BeginStream(std::move(headers));
+  live.stream_begun = true;
+  if (endpoint == Endpoint::kChat) AppendRoleEvent(c->out(), live.head);
+  c->Flush();
+  Pump();  // catch up with the wall clock
+}
+
+void Replica::HandleToken(const TokenEvent& ev) {
+  auto it = live_.find(ev.id);
+  if (it == live_.end()) return;
+  Live& l = *it->second;
+  const Clock::time_point now = Clock::now();
+  const double late = std::max(0.0, Seconds(now - WallOf(ev.at)));
+  metrics_.lateness.Observe(late);
+  metrics_.lateness_max = std::max(metrics_.lateness_max, late);
+  if (ev.index == 0) {
+    l.first_token = now;
+    metrics_.ttft.Observe(Seconds(now - l.arrival));
+    metrics_.prompt_tokens += l.prompt_tokens;
+    if (!l.scheduled) {
+      l.scheduled = true;
+      metrics_.queue.Observe(Seconds(now - l.arrival));
+    }
+  } else {
+    metrics_.itl.Observe(Seconds(now - l.last_token));
+  }
+  l.last_token = now;
+  ++metrics_.generation_tokens;
+  l.generated = ev.index + 1;
+  if (!l.stream) return;
+  auto c = l.conn.lock();
+  if (!c || c->closed()) return;
+  RenderTokens(l, *c);
+  c->Flush();
+}
+
+// Renders held-back tokens into the connection's buffer up to its cap.
+void Replica::RenderTokens(Live& l, Connection& c) {
+  const size_t cap = static_cast<size_t>(shared_.options.client_buffer_bytes);
+  while (l.emitted < l.generated) {
+    if (l.emitted == l.stall_at) {
+      const Clock::time_point now = Clock::now();
+      if (l.stall_until == Clock::time_point()) {
+        l.stall_until = now + std::chrono::nanoseconds(static_cast<int64_t>(
+                                  static_cast<double>(shared_.faults.stall_duration.ns()) / shared_.options.speed));
+      }
+      if (now < l.stall_until) return;  // resumed by the sweep
+      l.stall_at = -1;
+    }
+    if (c.buffered() >= cap) {
+      if (!l.paused) {
+        l.paused = true;
+        l.paused_since = Clock::now();
+        ++metrics_.slow_pauses;
+      }
+      return;
+    }
+    std::string_view tok = FillerToken(l.seed, l.emitted);
+    const size_t start = l.text_bytes;
+    l.text_bytes += tok.size();
+    if (l.text_limit != std::string::npos) tok = start >= l.text_limit ? std::string_view() : tok.substr(0, l.text_limit - start);
+    ++l.emitted;
+    const bool last = l.emitted == l.output_tokens;
+    AppendTokenEvent(c.out(), l.endpoint, l.head, tok, last ? std::string_view(l.finish) : std::string_view(),
+                     last ? std::string_view(l.stop_reason) : std::string_view());
+  }
+  l.paused = false;
+  if (l.engine_done) FinishStream(l, c);
+}
+
+void Replica::Drained(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  auto c = it->second->conn.lock();
+  if (!c) return;
+  if (it->second->emitted < it->second->generated) RenderTokens(*it->second, *c);
+}
+
+std::string Replica::FinalBody(const Live& l) const {
+  const Usage usage{l.prompt_tokens, l.output_tokens};
+  if (!l.stream) {
+    std::string text;
+    text.reserve(static_cast<size_t>(l.output_tokens) * 5);
+    for (int64_t i = 0; i < l.output_tokens; ++i) text += FillerToken(l.seed, i);
+    if (l.text_limit != std::string::npos && l.text_limit < text.size()) text.resize(l.text_limit);
+    return CompleteBody(l.endpoint, l.head, text, l.finish, l.stop_reason, usage);
+  }
+  // The whole event stream, for a replay.
+  std::string out;
+  if (l.endpoint == Endpoint::kChat) AppendRoleEvent(out, l.head);
+  size_t bytes = 0;
+  for (int64_t i = 0; i < l.output_tokens; ++i) {
+    std::string_view tok = FillerToken(l.seed, i);
+    const size_t start = bytes;
+    bytes += tok.size();
+    if (l.text_limit != std::string::npos) tok = start >= l.text_limit ? std::string_view() : tok.substr(0, l.text_limit - start);
+    const bool last = i + 1 == l.output_tokens;
+    AppendTokenEvent(out, l.endpoint, l.head, tok, last ? std::string_view(l.finish) : std::string_view(),
+                     last ? std::string_view(l.stop_reason) : std::string_view());
+    if (static_cast<int64_t>(out.size()) > shared_.options.idempotency_max_body) return {};
+  }
+  if (l.include_usage) AppendUsageEvent(out, l.endpoint, l.head, usage);
+  AppendDone(out);
+  return out;
+}
+
+void Replica::Record(const Live& l, std::string content_type, std::string body) {
+  if (l.idem_key.empty() || body.empty() || static_cast<int64_t>(body.size()) > shared_.options.idempotency_max_body) return;
+  const Clock::time_point expires = Clock::now() + std::chrono::nanoseconds(shared_.options.idempotency_window.ns());
+  while (static_cast<int64_t>(recorded_.size()) >= shared_.options.idempotency_entries && !recorded_order_.empty()) {
+    recorded_.erase(recorded_order_.front().second);
+    recorded_order_.pop_front();
+  }
+  recorded_[l.idem_key] = Recorded{l.body_hash, std::move(content_type), std::move(body), expires};
+  recorded_order_.emplace_back(expires, l.idem_key);
+}
+
+void Replica::FinishStream(Live& l, Connection& c) {
+  if (l.include_usage) AppendUsageEvent(c.out(), l.endpoint, l.head, Usage{l.prompt_tokens, l.output_tokens});
+  AppendDone(c.out());
+  c.ClearLive();
+  c.EndStream();
+  Record(l, "text/event-stream", FinalBody(l));
+  Forget(l.id);
+}
+
+void Replica::OnRequestDone(const RequestOutcome& o) {
+  auto it = live_.find(o.id);
+  if (it == live_.end()) return;
+  Live& l = *it->second;
+  auto c = l.conn.lock();
+  const Clock::time_point now = Clock::now();
+  switch (o.status) {
+    case RequestStatus::kOk: {
+      l.engine_done = true;
+      ++metrics_.success[l.finish];
+      metrics_.e2e.Observe(Seconds(now - l.arrival));
+      metrics_.prompt_hist.Observe(static_cast<double>(l.prompt_tokens));
+      metrics_.gen_hist.Observe(static_cast<double>(l.output_tokens));
+      if (!c || c->closed()) return Forget(o.id);
+      if (l.stream) {
+        if (l.emitted == l.generated && !l.paused) FinishStream(l, *c);
+        return;  // else when the client has drained what was held back
+      }
+      std::string body = FinalBody(l);
+      Record(l, "application/json", body);
+      c->ClearLive();
+      std::vector<std::pair<std::string, std::string>> headers;
+      if (!l.idem_key.empty()) headers.emplace_back("X-Request-Id", l.idem_key);
+      c->SendFull(http::status::ok, "application/json", std::move(body), std::move(headers));
+      return Forget(o.id);
+    }
+    case RequestStatus::kRejected: {
+      ++metrics_.rejected;
+      if (c && !c->closed() && l.stream_begun) {
+        // A delayed arrival (a latency spike) found the queue full after the headers left.
+        c->out() += "data: " + ErrorBody(ApiError{503, "the engine's waiting queue is full; retry later", "server_error", "",
+                                                  "queue_full"}) + "\n\n";
+        AppendDone(c->out());
+        c->ClearLive();
+        c->EndStream();
+      } else if (c && !c->closed()) {
+        c->ClearLive();
+        ApiError e{503, fmt::format("the engine's waiting queue is full ({}); retry later", o.reason), "server_error", "",
+                   "queue_full"};
+        c->SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
+      }
+      return Forget(o.id);
+    }
+    case RequestStatus::kCancelled:
+    case RequestStatus::kTimeout:
+      ++metrics_.success["abort"];
+      if (c) c->Close();
+      return Forget(o.id);
+  }
+}
+
+void Replica::Cancel(Live& l) {
+  const SimTime at = std::max(SimOf(Clock::now()), sim_->now());
+  sim_->Cancel(l.id, at);
+}
+
+void Replica::ClientGone(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  ++metrics_.client_cancels;
+  if (it->second->engine_done) return Forget(id);  // held-back output of a finished request
+  Cancel(*it->second);
+  Pump();
+}
+
+void Replica::CancelRoute(const std::shared_ptr<Connection>& c, std::string_view id) {
+  const std::string key(id);
+  RequestId found = -1;
+  if (auto k = live_keys_.find(key); k != live_keys_.end()) found = k->second;
+  if (found < 0) {
+    for (const auto& [rid, l] : live_) {
+      if (l->head.id == key) found = rid;
+    }
+  }
+  auto it = live_.find(found);
+  if (it == live_.end()) {
+    ApiError e{404, fmt::format("no live request '{}'", key), "invalid_request_error", "", "request_not_found"};
+    return c->SendError(e);
+  }
+  ++metrics_.route_cancels;
+  const std::string rid = it->second->head.id;
+  if (it->second->engine_done) {
+    if (auto conn = it->second->conn.lock()) conn->Close();
+    Forget(found);  // complete in the engine (counted there), held back here
+  } else {
+    Cancel(*it->second);
+    Pump();
+  }
+  c->SendFull(http::status::ok, "application/json", Json{{"id", rid}, {"object", "request.cancelled"}}.dump());
+}
+
+void Replica::Forget(RequestId id) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  if (!it->second->idem_key.empty()) live_keys_.erase(it->second->idem_key);
+  live_.erase(it);
+}
+
+void Replica::LoadLora(const std::shared_ptr<Connection>& c, std::string_view body, bool load) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::parse_error& e) {
+    return c->SendError(ApiError{400, fmt::format("the body is not valid JSON: {}", e.what())});
+  }
+  if (!j.is_object() || !j.contains("lora_name") || !j["lora_name"].is_string() || j["lora_name"].get<std::string>().empty()) {
+    return c->SendError(ApiError{400, "'lora_name' must be a non-empty string", "invalid_request_error", "lora_name"});
+  }
+  const std::string name = j["lora_name"].get<std::string>();
+  if (load) {
+    if (!j.contains("lora_path") || !j["lora_path"].is_string()) {
+      return c->SendError(ApiError{400, "'lora_path' must be a string", "invalid_request_error", "lora_path"});
+    }
+    if (name == shared_.model || loras_.count(name) != 0) {
+      return c->SendError(ApiError{400, fmt::format("The lora adapter '{}' has already been loaded.", name),
+                                   "invalid_request_error", "lora_name"});
+    }
+    if (static_cast<int64_t>(loras_.size()) >= shared_.options.max_loras) {
+      return c->SendError(ApiError{400, fmt::format("at most {} LoRA adapters may be loaded (--max-loras)", shared_.options.max_loras),
+                                   "invalid_request_error", "lora_name"});
+    }
+    loras_[name] = j["lora_path"].get<std::string>();
+    lora_ids_[name] = next_adapter_++;
+    return c->SendFull(http::status::ok, "text/plain", fmt::format("Success: LoRA adapter '{}' added successfully.", name));
+  }
+  if (loras_.erase(name) == 0) {
+    ApiError e{404, fmt::format("The lora adapter '{}' cannot be found.", name), "not_found_error", "lora_name"};
+    return c->SendError(e);
+  }
+  lora_ids_.erase(name);
+  c->SendFull(http::status::ok, "text/plain", fmt::format("Success: LoRA adapter '{}' removed successfully.", name));
+}
+
+std::string Replica::ModelsBody() const {
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  Json data = Json::array();
+  data.push_back({{"id", shared_.model}, {"object", "model"}, {"created", created}, {"owned_by", "fleetplan"},
+                  {"root", shared_.model}, {"parent", nullptr}, {"max_model_len", shared_.max_model_len}});
+  for (const auto& [name, path] : loras_) {
+    data.push_back({{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "fleetplan"}, {"root", path},
+                    {"parent", shared_.model}, {"max_model_len", shared_.max_model_len}});
+  }
+  return Json{{"object", "list"}, {"data", data}}.dump();
+}
+
+std::string Replica::MetricsBody() const {
+  const Engine& e = sim_->replica(0);
+  const std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", LabelValue(shared_.model));
+  std::string out;
+  out.reserve(16 << 10);
+  auto gauge = [&](std::string_view name, std::string_view help, double v) {
+    AppendHelp(out, name, "gauge", help);
+    out += fmt::format("{}{{{}}} {}\n", name, labels, PromNumber(v));
+  };
+  auto counter = [&](std::string_view name, std::string_view help, double v) {
+    AppendHelp(out, name, "counter", help);
+    out += fmt::format("{}_total{{{}}} {}\n", name, labels, PromNumber(v));
+  };
+  auto histogram = [&](std::string_view name, std::string_view help, const Histogram& h) {
+    AppendHelp(out, name, "histogram", help);
+    h.Render(out, name, labels);
+  };
+  const EngineStats& st = e.stats();
+  gauge("vllm:num_requests_running", "Number of requests in model execution batches.", static_cast<double>(e.running_count()));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", static_cast<double>(e.waiting_count()));
+  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+        e.pool().total() > 0 ? static_cast<double>(e.pool().used_count()) / static_cast<double>(e.pool().total()) : 0.0);
+  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<double>(st.prefix_cache.lookup_tokens));
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<double>(st.prefix_cache.hit_tokens));
+  counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", static_cast<double>(st.preemptions));
+  counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(metrics_.prompt_tokens));
+  counter("vllm:generation_tokens", "Number of generation tokens processed.", static_cast<double>(metrics_.generation_tokens));
+  AppendHelp(out, "vllm:request_success", "counter", "Count of successfully processed requests.");
+  for (const auto& [reason, n] : metrics_.success) {
+    out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels, reason,
+                       PromNumber(static_cast<double>(n)));
+  }
+  histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", metrics_.prompt_hist);
+  histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", metrics_.gen_hist);
+  histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", metrics_.max_tokens_hist);
+  histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", metrics_.ttft);
+  histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", metrics_.itl);
+  histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", metrics_.e2e);
+  histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", metrics_.queue);
+  // LoRA: running / waiting adapters by name, as vLLM's info gauge (value: unix time).
+  std::map<AdapterId, std::string> names;
+  for (const auto& [name, id] : lora_ids_) names[id] = name;
+  std::set<std::string> running, waiting;
+  for (const auto& [id, l] : live_) {
+    if (l->adapter == kNoAdapter) continue;
+    auto n = names.find(l->adapter);
+    if (n == names.end()) continue;
+    (l->generated > 0 || l->scheduled ? running : waiting).insert(n->second);
+  }
+  auto join = [](const std::set<std::string>& s) {
+    std::string r;
+    for (const auto& x : s) r += (r.empty() ? "" : ",") + x;
+    return r;
+  };
+  AppendHelp(out, "vllm:lora_requests_info", "gauge", "Running stats on lora requests.");
+  out += fmt::format("vllm:lora_requests_info{{max_lora=\"{}\",running_lora_adapters=\"{}\",waiting_lora_adapters=\"{}\"}} {}\n",
+                     shared_.options.max_loras, LabelValue(join(running)), LabelValue(join(waiting)),
+                     PromNumber(static_cast<double>(std::time(nullptr))));
+  AppendHelp(out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  out += fmt::format("vllm:cache_config_info{{block_size=\"{}\",enable_prefix_caching=\"{}\",engine=\"0\",num_gpu_blocks=\"{}\"}} 1.0\n",
+                     block_tokens_, prefix_cache_ ? "True" : "False", kv_blocks_);
+  // The emulator's own figures.
+  histogram("fleetplan:token_lateness_seconds",
+            "How late each output token left against the simulated schedule (wall now - wall of its simulated time).",
+            metrics_.lateness);
+  gauge("fleetplan:token_lateness_max_seconds", "Largest token lateness seen.", metrics_.lateness_max);
+  gauge("fleetplan:kv_blocks_referenced", "KV block references held by live requests (0 at rest).",
+        static_cast<double>(e.pool().total_refs()));
+  gauge("fleetplan:kv_blocks_used", "KV blocks in use (held by a live request).", static_cast<double>(e.pool().used_count()));
+  gauge("fleetplan:live_requests", "Requests the server holds (engine or held-back output).", static_cast<double>(live_.size()));
+  gauge("fleetplan:engine_live_requests", "Requests the engine holds.", static_cast<double>(e.live_requests()));
+  counter("fleetplan:client_disconnect_cancellations", "Requests cancelled because their client went away.",
+          static_cast<double>(metrics_.client_cancels));
+  counter("fleetplan:cancel_route_cancellations", "Requests cancelled by POST /v1/requests/{id}/cancel.",
+          static_cast<double>(metrics_.route_cancels));
+  counter("fleetplan:slow_client_pauses", "Streams paused because their output buffer was full.",
+          static_cast<double>(metrics_.slow_pauses));
+  counter("fleetplan:slow_client_cancellations", "Streams cancelled after staying paused past the slow-client timeout.",
+          static_cast<double>(metrics_.slow_cancels));
+  counter("fleetplan:duplicate_request_conflicts", "Requests refused with 409: their X-Request-Id was live.",
+          static_cast<double>(metrics_.conflicts));
+  counter("fleetplan:idempotent_replays", "Completed responses replayed for a repeated X-Request-Id.",
+          static_cast<double>(metrics_.replays));
+  counter("fleetplan:queue_full_rejections", "Requests answered 503: the engine's waiting bound was hit.",
+          static_cast<double>(metrics_.rejected));
+  AppendHelp(out, "fleetplan:faults_injected", "counter", "Faults injected from faults.serve, by kind.");
+  for (const auto& [kind, n] : metrics_.faults) {
+    out += fmt::format("fleetplan:faults_injected_total{{{},kind=\"{}\"}} {}\n", labels, kind, PromNumber(static_cast<double>(n)));
+  }
+  AppendHelp(out, "fleetplan:http_errors", "counter", "Error responses by status.");
+  for (const auto& [status, n] : metrics_.http_errors) {
+    out += fmt::format("fleetplan:http_errors_total{{{},status=\"{}\"}} {}\n", labels, status, PromNumber(static_cast<double>(n)));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Server
+
+struct Server::Impl {
+  Shared shared;
+  std::vector<std::unique_ptr<Replica>> replicas;
+  std::vector<uint16_t> ports;
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() = default;
+
+Expected<std::unique_ptr<Server>> Server::Create(const FleetPlan& plan, const ServeOptions& options) {
+  if (!(options.speed > 0) || !std::isfinite(options.speed)) return UsageError("--speed: expected a number > 0");
+  if (options.port < 0 || options.port > 65535) return UsageError("--port: expected 0..65535");
+  FleetSetup base = plan.Setup();
+  for (const ReplicaSetup& r : base.replicas) {
+    if (r.role != PoolRole::kMixed) {
+      return InvalidInput("serve emulates mixed replicas only: this scenario has a prefill/decode pool (deployment.pools)");
+    }
+  }
+  const int64_t n = options.replicas.value_or(static_cast<int64_t>(base.replicas.size()));
+  if (n < 1 || n > 1024) return UsageError("--replicas: expected 1..1024");
+  if (options.port != 0 && options.port + n - 1 > 65535) return UsageError("--port: the replicas' ports run past 65535");
+  auto impl = std::make_unique<Impl>();
+  Shared& sh = impl->shared;
+  sh.options = options;
+  sh.model = options.served_model_name.empty() ? plan.primary_pool().fit.memory.model.name : options.served_model_name;
+  sh.max_model_len = plan.primary_pool().fit.context;
+  sh.classes = plan.workload.classes;
+  sh.seed = plan.seed;
+  sh.faults = plan.serve_faults;
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(options.host, ec);
+  if (ec) return UsageError(fmt::format("--host: '{}' is not an IP address", options.host));
+  for (int64_t i = 0; i < n; ++i) {
+    FleetSetup s = base;
+    s.replicas = {base.replicas[static_cast<size_t>(i) % base.replicas.size()]};
+    s.invalidations.clear();  // timed against a workload's clock; a live server has none
+    if (options.max_waiting) s.replicas[0].engine.scheduler.max_waiting = *options.max_waiting;
+    auto rep = std::make_unique<Replica>(sh, static_cast<int>(i), s);
+    const auto port = static_cast<uint16_t>(options.port == 0 ? 0 : options.port + i);
+    FP_RETURN_IF_ERROR(rep->Init(s, tcp::endpoint(address, port)));
+    impl->ports.push_back(rep->port());
+    impl->replicas.push_back(std::move(rep));
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+std::vector<uint16_t> Server::ports() const { return impl_->ports; }
+
+Status Server::Run(bool handle_signals) {
+  Shared& sh = impl_->shared;
+  for (auto& r : impl_->replicas) r->Start();
+  net::signal_set signals(sh.io);
+  if (handle_signals) {
+    signals.add(SIGINT);
+    signals.add(SIGTERM);
+    signals.async_wait([this](beast::error_code ec, int) {
+      if (!ec) Stop();
+    });
+  }
+  net::steady_timer deadline(sh.io);
+  if (sh.options.exit_after) {
+    deadline.expires_after(std::chrono::nanoseconds(sh.options.exit_after->ns()));
+    deadline.async_wait([this](beast::error_code ec) {
+      if (!ec) Stop();
+    });
+  }
+  sh.io.run();
+  return sh.failure;
+}
+
+void Server::Stop() {
+  net::post(impl_->shared.io, [this] {
+    for (auto& r : impl_->replicas) r->Stop();
+    impl_->shared.io.stop();
+  });
+}
+
+}  // namespace fleetplan::serve

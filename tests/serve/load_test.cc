@@ -1,0 +1,78 @@
+// The emulator under load over loopback: token timing at 100 concurrent streams against
+// the simulated schedule, and 10,000 cancellations mid-stream back to baseline.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "serve/serve_harness.h"
+#include "serve/stream_client.h"
+
+namespace fleetplan::serve::testing {
+namespace {
+
+const std::string kLabels = "{engine=\"0\",model_name=\"llama-3.1-8b\"";
+
+// p99 of how late a bare 1 ms sleep wakes on this machine now: the floor under any
+// real-time claim. Another process's load can push it past what the test checks.
+double TimerWakeP99Seconds() {
+  std::vector<double> late;
+  for (int i = 0; i < 300; ++i) {
+    const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    std::this_thread::sleep_until(due);
+    late.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - due).count());
+  }
+  std::sort(late.begin(), late.end());
+  return late[late.size() * 99 / 100];
+}
+
+TEST(ServeTiming, HundredStreamsEmitWithin2msOfTheSimulatedScheduleAtP99) {
+  const double floor = TimerWakeP99Seconds();
+  if (floor > 0.001) {
+    GTEST_SKIP() << "the machine is too loaded to check a 2 ms bound: a bare 1 ms sleep wakes " << floor * 1000
+                 << " ms late at p99 (other processes hold the CPUs)";
+  }
+  ServeOptions o;
+  o.speed = 1;
+  RunningServer s(SmallScenario(), o);
+  const std::string body =
+      Json{{"model", "llama-3.1-8b"}, {"prompt", "timing"}, {"max_tokens", 60}, {"ignore_eos", true}, {"stream", true}}
+          .dump();
+  const StreamLoadResult r = StreamLoad::Run(s.port(), body, 100, /*cancel_after_first=*/false);
+  EXPECT_EQ(r.completed, 100);
+  EXPECT_EQ(r.failed, 0);
+  const std::string m = Get(s.port(), "/metrics").body;
+  const double total = MetricValue(m, "fleetplan:token_lateness_seconds_count" + kLabels + "}");
+  const double within = MetricValue(m, "fleetplan:token_lateness_seconds_bucket" + kLabels + ",le=\"0.002\"}");
+  EXPECT_EQ(total, 100 * 60);
+  EXPECT_GE(within / total, 0.99) << "p99 token lateness above 2 ms: " << within << " of " << total
+                                  << " within (max " << MetricValue(m, "fleetplan:token_lateness_max_seconds{") << " s)";
+}
+
+TEST(ServeLoad, TenThousandCancellationsMidStreamLeaveNoBlocksOrRequests) {
+  ServeOptions o;
+  o.speed = 20;
+  RunningServer s(SmallScenario(/*max_running=*/512), o);
+  const std::string body = Json{{"model", "llama-3.1-8b"}, {"prompt", std::string(600, 'p')}, {"max_tokens", 4000},
+                                {"ignore_eos", true}, {"stream", true}}
+                               .dump();
+  int64_t dropped = 0;
+  for (int round = 0; round < 5; ++round) {
+    const StreamLoadResult r = StreamLoad::Run(s.port(), body, 2000, /*cancel_after_first=*/true);
+    EXPECT_EQ(r.failed, 0) << "round " << round << ": " << r.first_error;
+    dropped += r.dropped;
+  }
+  EXPECT_EQ(dropped, 10000);
+  const std::string m = WaitForBaseline(s.port(), std::chrono::seconds(30));
+  EXPECT_EQ(MetricValue(m, "fleetplan:kv_blocks_referenced{"), 0);
+  EXPECT_EQ(MetricValue(m, "fleetplan:kv_blocks_used{"), 0);
+  EXPECT_EQ(MetricValue(m, "fleetplan:engine_live_requests{"), 0);
+  EXPECT_EQ(MetricValue(m, "vllm:num_requests_running" + kLabels + "}"), 0);
+  EXPECT_EQ(MetricValue(m, "vllm:num_requests_waiting" + kLabels + "}"), 0);
+  EXPECT_EQ(MetricValue(m, "fleetplan:client_disconnect_cancellations_total{"), 10000);
+  EXPECT_EQ(MetricValue(m, "vllm:request_success_total" + kLabels + ",finished_reason=\"abort\"}"), 10000);
+  // And it still serves.
+  EXPECT_EQ(Post(s.port(), "/v1/completions", {{"model", "llama-3.1-8b"}, {"prompt", "after"}, {"max_tokens", 3}}).status, 200);
+}
+
+}  // namespace
+}  // namespace fleetplan::serve::testing
