@@ -678,6 +678,25 @@ const std::vector<NonConstant>& NonConstants() {
          ASSERT_NE(s, nullptr);
          EXPECT_TRUE(s->slo.classes().empty());
        }},
+      {"faults.serve.errors", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(s->serve_faults.errors.empty());
+       }},
+      {"faults.serve.latency_spike", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->serve_faults.spike_probability, 0.0);
+       }},
+      {"faults.serve.stall", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->serve_faults.stall_probability, 0.0);
+         EXPECT_FALSE(s->serve_faults.any());
+       }},
 
       // Not kept in Scenario: the reader accepts `recompute` only and discards it.
       {"engine.preemption", "recompute", NonConstant::kNotStored,
