@@ -3,8 +3,8 @@
 // the client on the main thread.
 //
 //   open streams  N streaming requests held open at once (most waiting in the engine's
-//                 queue): RSS growth per open stream (server and the in-process client's
-//                 socket state)
+//                 queue) by a client in a child process: the server's RSS growth per
+//                 open stream
 //   throughput    N streams read to their end at a high --speed: streamed tokens per
 //                 second of wall time (the I/O path, not the simulated engine, bounds it)
 //   lateness      N streams at speed 1: token lateness against the simulated schedule,
@@ -12,7 +12,9 @@
 //
 // Usage: serve_bench [--open N] [--throughput N] [--lateness N]   (defaults 10000 2000 2000)
 // Not a Google Benchmark: each figure is one timed scenario. Progress goes to stderr.
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstring>
@@ -115,8 +117,19 @@ std::string Body(int max_tokens) {
 
 }  // namespace
 
+extern char** environ;
+
 int main(int argc, char** argv) {
   int64_t open_n = 10000, throughput_n = 2000, lateness_n = 2000;
+  if (argc == 5 && std::strcmp(argv[1], "--client-hold") == 0) {  // the child of the open-streams figure
+    rlimit lim{};
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    const auto r = fs::testing::StreamLoad::Run(static_cast<uint16_t>(std::stoi(argv[2])), Body(4000), std::stoll(argv[3]),
+                                                false, std::chrono::milliseconds(std::stoll(argv[4])));
+    return r.failed == 0 ? 0 : 1;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int64_t v = std::stoll(argv[i + 1]);
@@ -132,22 +145,42 @@ int main(int argc, char** argv) {
   getrlimit(RLIMIT_NOFILE, &lim);
   lim.rlim_cur = lim.rlim_max;
   setrlimit(RLIMIT_NOFILE, &lim);
-  if (static_cast<int64_t>(lim.rlim_cur) < 2 * open_n + 100) {
-    std::cerr << fmt::format("serve_bench: needs {} file descriptors, the limit is {}\n", 2 * open_n + 100, lim.rlim_cur);
+  if (static_cast<int64_t>(lim.rlim_cur) < open_n + 100) {
+    std::cerr << fmt::format("serve_bench: needs {} file descriptors, the limit is {}\n", open_n + 100, lim.rlim_cur);
     return 1;
   }
   if (open_n > 0) {
     Running s(/*max_running=*/256, /*speed=*/1);
     std::cerr << fmt::format("open streams: {} ...\n", open_n);
+    (void)Metrics(s.port());  // warm the allocator and the metrics path
     const int64_t before = RssKiB();
+    const std::string port = std::to_string(s.port()), n = std::to_string(open_n), hold = "12000";
+    const char* args[] = {"/proc/self/exe", "--client-hold", port.c_str(), n.c_str(), hold.c_str(), nullptr};
+    pid_t child = 0;
+    if (posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, const_cast<char**>(args), environ) != 0) {
+      std::cerr << "serve_bench: cannot start the client process\n";
+      return 1;
+    }
     int64_t live = 0, rss = 0;
-    fs::testing::StreamLoad::Run(s.port(), Body(4000), open_n, false, std::chrono::milliseconds(6000), [&] {
-      const std::string m = Metrics(s.port());
-      live = static_cast<int64_t>(Value(m, "fleetplan:live_requests{"));
+    const auto t0 = std::chrono::steady_clock::now();
+    double seconds = 0;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+      live = static_cast<int64_t>(Value(Metrics(s.port()), "fleetplan:live_requests{"));
       rss = RssKiB();
-    });
-    std::cout << fmt::format("open streams     {} held open, {} live in the server; RSS +{} KiB = {:.1f} KiB per open stream\n",
-                             open_n, live, rss - before, static_cast<double>(rss - before) / static_cast<double>(open_n));
+      if (live >= open_n) {
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string m = Metrics(s.port());
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::cout << fmt::format("open streams     {} open at once after {:.2f} s ({} running, {} waiting); server RSS +{} KiB = "
+                             "{:.1f} KiB per open stream; client exit {}\n",
+                             live, seconds, Value(m, "vllm:num_requests_running{"), Value(m, "vllm:num_requests_waiting{"),
+                             rss - before, static_cast<double>(rss - before) / static_cast<double>(std::max<int64_t>(live, 1)),
+                             WEXITSTATUS(status));
   }
   if (throughput_n > 0) {
     Running s(/*max_running=*/4096, /*speed=*/20);
