@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "fleetplan/core/limits.h"
+
 namespace fleetplan::serve {
 namespace {
 
@@ -184,6 +186,7 @@ std::string ErrorBody(const ApiError& e) {
 }
 
 ParseResult ParseApiRequest(Endpoint endpoint, std::string_view text) {
+  if (FindJsonNestingBeyond(text) != std::string_view::npos) return Fail(fmt::format("the body has {}", JsonNestingMessage()));
   Json body;
   try {
     body = Json::parse(text);

@@ -14,6 +14,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "fleetplan/core/limits.h"
 #include "fleetplan/core/rng.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/serve/openai.h"
@@ -993,6 +994,9 @@ void Replica::Forget(RequestId id) {
 }
 
 void Replica::LoadLora(const std::shared_ptr<Connection>& c, std::string_view body, bool load) {
+  if (FindJsonNestingBeyond(body) != std::string_view::npos) {
+    return c->SendError(ApiError{400, fmt::format("the body has {}", JsonNestingMessage())});
+  }
   Json j;
   try {
     j = Json::parse(body);

@@ -188,6 +188,11 @@ TEST(ServeBadInput, EveryEndpointAnswers4xxInOpenAIShapeAndKeepsServing) {
     ExpectError(Fetch(p, http::verb::get, path), 405);
   }
   ExpectError(Post(p, "/v1/completions", {{"model", kModel}, {"prompt", Json::array({-1})}}), 400, "prompt");
+  ExpectError(Post(p, "/v1/completions", {{"model", kModel}, {"prompt", "x"}}, {{"X-Request-Id", "has space"}}), 400,
+              "X-Request-Id");
+  ExpectError(Fetch(p, http::verb::post, "/v1/completions",
+                    "{\"model\":\"llama-3.1-8b\",\"prompt\":\"x\",\"a\":" + std::string(70, '[') + std::string(70, ']') + "}"),
+              400);
   ExpectError(Post(p, "/v1/chat/completions", {{"model", kModel}, {"messages", {{{"content", "x"}}}}}), 400);
   ExpectError(Post(p, "/v1/load_lora_adapter", {{"lora_path", "/x"}}), 400, "lora_name");
   ExpectError(Fetch(p, http::verb::post, "/v1/load_lora_adapter", "nope"), 400);

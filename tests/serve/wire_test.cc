@@ -92,6 +92,10 @@ TEST(ApiRequestParse, RefusesWhatItCannotHonourWithTheField) {
     EXPECT_EQ(r.error.param, param) << body;
   }
   EXPECT_FALSE(ParseApiRequest(Endpoint::kCompletions, "{\"model\":").request);
+  const auto deep = ParseApiRequest(Endpoint::kCompletions, "{\"model\":\"m\",\"prompt\":\"p\",\"x\":" + std::string(100, '[') +
+                                                                std::string(100, ']') + "}");
+  EXPECT_FALSE(deep.request);
+  EXPECT_NE(deep.error.message.find("nested"), std::string::npos) << deep.error.message;
   EXPECT_FALSE(ParseApiRequest(Endpoint::kChat, R"({"model":"m","messages":[]})").request);
 }
 
