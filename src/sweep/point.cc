@@ -233,7 +233,10 @@ Expected<FleetPlan> BindPoint(const SweepSpec& spec, const PointTask& point, con
   FP_ASSIGN_OR_RETURN(std::string digest, DigestOfJson(Json{{"base", spec.base_digest}, {"overrides", changes}}));
   FP_ASSIGN_OR_RETURN(Scenario scenario,
                       LoadScenarioDocument(std::make_shared<const YamlDocument>(std::move(doc)), spec.base_dir, digest));
-  return Bind(scenario);
+  FP_ASSIGN_OR_RETURN(FleetPlan plan, Bind(scenario));
+  // A row keeps figures, not series: a point records no time series.
+  plan.output.timeseries_interval = Duration();
+  return plan;
 }
 
 // A bind error is the point's input ("invalid": it does not fit, a value is out of range);
