@@ -1,7 +1,9 @@
-// `fleetplan report --records FILE [--slo FILE] [--window DURATION] [--format NAME]
-// [--class NAME] [--json]`: per-class and fleet figures from per-request records
+// `fleetplan report --records FILE [--slo FILE] [--window DURATION]
+// [--window-by arrival|finish] [--format NAME] [--class NAME] [--json]`: per-class and fleet figures from per-request records
 // (metrics/report_files.h). Text by default (an aligned table per class); --json prints
 // the canonical JSON report with the inputs' digests. Bad input is exit 3, located.
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +22,7 @@ struct ReportFlags {
   std::string records;
   std::string slo;
   std::string window;
+  std::string window_by = "arrival";
   std::string format;
   std::string default_class = "default";
   bool json = false;
@@ -36,10 +39,16 @@ Status RunReport(const ReportFlags& f, std::ostream& out) {
     if (!window.ok()) return LocatedError(SourceLocation{}, "--window", window.status().message());
     request.window = *window;
   }
+  const std::optional<WindowBy> by = ParseWindowBy(f.window_by);
+  if (!by) {
+    return LocatedError(SourceLocation{}, "--window-by",
+                        fmt::format("unknown '{}'; expected arrival or finish", f.window_by));
+  }
+  request.window_by = *by;
   FP_ASSIGN_OR_RETURN(Report report, BuildReportFromFiles(request));
   if (f.json) {
-    FP_ASSIGN_OR_RETURN(std::string text, CanonicalJson(ReportToJson(report)));
-    out << text << "\n";
+    FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(ReportToJson(report)));
+    out << text;
   } else {
     out << FormatReportText(report);
   }
@@ -68,6 +77,11 @@ void RegisterReportVerb(CLI::App& app, VerbAction& action) {
   cmd->add_option("--window", f.window,
                   "Measurement window length from the first arrival, with a unit (e.g. 10m); "
                   "default: first arrival to last finish");
+  cmd->add_option("--window-by", f.window_by,
+                  "Which requests the window's throughput and goodput count: arrival (those that "
+                  "arrived in the window, however late they finish; default) or finish (those that "
+                  "finished in it)")
+      ->check(CLI::IsMember({"arrival", "finish"}));
   cmd->add_option("--format", f.format, "Records format: " + FormatList() + " (default: detected)");
   cmd->add_option("--class", f.default_class,
                   "Class of the records in formats without classes (default: default)");

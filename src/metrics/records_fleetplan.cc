@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <utility>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "fleetplan/metrics/records_io.h"
 #include "metrics/line_reader.h"
@@ -53,13 +57,50 @@ class TenantTable {
   TenantId last_ = -1;
 };
 
+// A request id: a non-empty string or an integer >= 0. `text` is what identifies it —
+// the string, or the integer's decimal digits, so "17" and 17 are the same id (a log
+// that writes both means one request); `number` is set for an integer.
+bool ReadIdText(JsonCursor& c, std::string* text, std::optional<int64_t>* number) {
+  const JsonType type = c.Peek();
+  if (type == JsonType::kString) {
+    const size_t at = c.pos();
+    std::string_view id;
+    if (!c.ReadString(&id)) return false;
+    if (id.empty()) return c.Fail(at, "expected a non-empty string or an integer >= 0");
+    *text = std::string(id);
+    return true;
+  }
+  if (type != JsonType::kNumber) {
+    return c.Fail(c.pos(), fmt::format("expected a string or an integer >= 0, got {}", JsonTypeName(type)));
+  }
+  int64_t id = 0;
+  if (!ReadCount(c, &id)) return false;
+  *text = std::to_string(id);
+  *number = id;
+  return true;
+}
+
+// The id of a record line that parsed before (error path only): its text, and how to
+// show it (a string quoted, an integer bare).
+std::pair<std::string, std::string> IdOf(std::string_view line) {
+  const std::optional<size_t> offset = FindTopLevelValue(line, "id");
+  if (!offset) return {};
+  JsonCursor c(line.substr(*offset));
+  std::string text;
+  std::optional<int64_t> number;
+  if (!ReadIdText(c, &text, &number)) return {};
+  return {text, number ? text : Json(text).dump()};
+}
+
 class LineParser {
  public:
   LineParser(RecordSink& sink, TenantTable& tenants) : sink_(sink), tenants_(tenants), scanner_(kKeys) {}
 
   // Parses `line` into record(); false with cursor-style error (offset, field, message).
-  bool Parse(std::string_view line) {
+  bool Parse(std::string_view line, int64_t ordinal) {
     record_ = RequestRecord{};
+    ordinal_ = ordinal;
+    id_hash_ = 0;
     itl_gaps_ = -1;
     error_field_ = {};
     JsonCursor c(line);
@@ -78,6 +119,8 @@ class LineParser {
   }
 
   const RequestRecord& record() const { return record_; }
+  // XXH3-64 of the id's text (IdText), for the uniqueness check.
+  uint64_t id_hash() const { return id_hash_; }
   size_t error_offset() const { return error_offset_; }
   std::string_view error_field() const { return error_field_; }
   const std::string& error_message() const { return error_message_; }
@@ -85,7 +128,7 @@ class LineParser {
  private:
   bool ReadValue(JsonCursor& c, Key key) {
     switch (key) {
-      case kId: return ReadCount(c, &record_.id);
+      case kId: return ReadId(c);
       case kClass: return ReadClass(c);
       case kTenant: return ReadTenant(c);
       case kArrival: return ReadSeconds(c, &record_.arrival);
@@ -114,6 +157,17 @@ class LineParser {
       case kKeyCount: break;
     }
     return false;
+  }
+
+  // A string id is not kept (records hold no strings): the record's numeric id is then
+  // its position in the file.
+  bool ReadId(JsonCursor& c) {
+    std::string text;
+    std::optional<int64_t> number;
+    if (!ReadIdText(c, &text, &number)) return false;
+    record_.id = number.value_or(ordinal_);
+    id_hash_ = XXH3_64bits(text.data(), text.size());
+    return true;
   }
 
   bool ReadClass(JsonCursor& c) {
@@ -229,6 +283,8 @@ class LineParser {
 
   RecordSink& sink_;
   TenantTable& tenants_;
+  int64_t ordinal_ = 0;
+  uint64_t id_hash_ = 0;
   ObjectScanner scanner_;
   RequestRecord record_;
   int64_t itl_gaps_ = -1;
@@ -252,16 +308,20 @@ std::string LineOf(const std::string& path, int64_t number) {
   return "";
 }
 
-// Ids must be unique: a record given twice would count twice.
-Status CheckUniqueIds(std::vector<std::pair<int64_t, int64_t>>& id_lines, const std::string& path) {
-  std::sort(id_lines.begin(), id_lines.end());
-  for (size_t i = 1; i < id_lines.size(); ++i) {
-    if (id_lines[i].first != id_lines[i - 1].first) continue;
-    const std::string line = LineOf(path, id_lines[i].second);
-    const size_t offset = FindTopLevelValue(line, "id").value_or(0);
-    return ErrorAt(path, id_lines[i].second, line, offset, "id",
-                   fmt::format("duplicate id {} (first used on line {})", id_lines[i].first,
-                               id_lines[i - 1].second));
+// Ids must be unique: a record given twice would count twice. `hash_lines` holds
+// (hash of the id text, line); equal hashes are confirmed on the ids themselves.
+Status CheckUniqueIds(std::vector<std::pair<uint64_t, int64_t>>& hash_lines, const std::string& path) {
+  std::sort(hash_lines.begin(), hash_lines.end());
+  for (size_t i = 1; i < hash_lines.size(); ++i) {
+    if (hash_lines[i].first != hash_lines[i - 1].first) continue;
+    for (size_t j = i; j-- > 0 && hash_lines[j].first == hash_lines[i].first;) {
+      const std::string line = LineOf(path, hash_lines[i].second);
+      const auto [id, shown] = IdOf(line);
+      if (id != IdOf(LineOf(path, hash_lines[j].second)).first) continue;  // a hash collision
+      const size_t offset = FindTopLevelValue(line, "id").value_or(0);
+      return ErrorAt(path, hash_lines[i].second, line, offset, "id",
+                     fmt::format("duplicate id {} (first used on line {})", shown, hash_lines[j].second));
+    }
   }
   return Status::Ok();
 }
@@ -274,12 +334,12 @@ class FleetplanReader : public RecordReader {
     FP_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines, LineReader::Open(path));
     TenantTable tenants;
     LineParser parser(sink, tenants);
-    std::vector<std::pair<int64_t, int64_t>> id_lines;  // (id, line) for the uniqueness check
+    std::vector<std::pair<uint64_t, int64_t>> id_lines;  // (id hash, line) for the uniqueness check
     RecordsFileInfo info;
     std::string_view line;
     while (lines->Next(&line)) {
       if (IsBlank(line)) continue;
-      if (!parser.Parse(line)) {
+      if (!parser.Parse(line, info.records)) {
         std::string message = parser.error_message();
         if (lines->last_line_unterminated() && message.starts_with("truncated")) {
           message += " (the file ends without a newline: was it cut short?)";
@@ -287,7 +347,7 @@ class FleetplanReader : public RecordReader {
         return ErrorAt(path, lines->line_number(), line, parser.error_offset(), parser.error_field(),
                        message);
       }
-      id_lines.emplace_back(parser.record().id, lines->line_number());
+      id_lines.emplace_back(parser.id_hash(), lines->line_number());
       sink.Add(parser.record());
       ++info.records;
     }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "fleetplan/core/error.h"
 
@@ -57,13 +59,23 @@ struct ClassState {
   std::array<std::vector<int64_t>, 3> samples;
   std::vector<BucketState> buckets;
   std::array<std::vector<int64_t>, kLatencyMetricCount> histograms;
-  std::vector<int64_t> ok_finish_ns;         // for the window, whose length comes at Finish
-  std::vector<int64_t> qualified_finish_ns;
+  // For the window, whose length and counting come at Finish: (arrival, finish) of each
+  // ok request, and whether it qualified.
+  std::vector<std::array<int64_t, 2>> ok_times_ns;
+  std::vector<bool> ok_qualified;
 };
 
 }  // namespace
 
 std::string_view LatencyMetricKey(LatencyMetric metric) { return kMetricKeys[Index(metric)]; }
+
+std::string_view WindowByName(WindowBy by) { return by == WindowBy::kArrival ? "arrival" : "finish"; }
+
+std::optional<WindowBy> ParseWindowBy(std::string_view name) {
+  if (name == "arrival") return WindowBy::kArrival;
+  if (name == "finish") return WindowBy::kFinish;
+  return std::nullopt;
+}
 
 const ClassReport* Report::FindClass(std::string_view name) const {
   for (const ClassReport& c : classes) {
@@ -127,10 +139,18 @@ double PerSecond(int64_t count, Duration window) {
   return RoundForReport(static_cast<double>(count) / window.seconds());
 }
 
-int64_t CountWithin(const std::vector<int64_t>& finishes, const MeasurementWindow& w) {
-  return std::count_if(finishes.begin(), finishes.end(), [&](int64_t t) {
-    return t >= w.start.ns() && t <= w.end.ns();
-  });
+// (ok requests, qualified requests) of the window, counted by arrival or by finish.
+std::pair<int64_t, int64_t> CountWithin(const std::vector<std::array<int64_t, 2>>& times,
+                                        const std::vector<bool>& qualified, const MeasurementWindow& w) {
+  const size_t which = w.by == WindowBy::kArrival ? 0 : 1;
+  std::pair<int64_t, int64_t> counts{0, 0};
+  for (size_t i = 0; i < times.size(); ++i) {
+    const int64_t t = times[i][which];
+    if (t < w.start.ns() || t > w.end.ns()) continue;
+    ++counts.first;
+    if (qualified[i]) ++counts.second;
+  }
+  return counts;
 }
 
 }  // namespace
@@ -216,12 +236,10 @@ void ReportBuilder::Add(const RequestRecord& r) {
     BucketState& bucket = c.buckets[BucketIndex(c.buckets, r.output_tokens)];
     bucket.e2e_ns.push_back(e2e.ns());
     if (bucket.target && e2e <= *bucket.target) ++bucket.met;
-    c.ok_finish_ns.push_back(r.finish->ns());
+    c.ok_times_ns.push_back({r.arrival.ns(), r.finish->ns()});
+    c.ok_qualified.push_back(verdict.qualified);
   }
-  if (verdict.qualified) {
-    ++c.qualified;
-    c.qualified_finish_ns.push_back(r.finish->ns());
-  }
+  if (verdict.qualified) ++c.qualified;
 }
 
 namespace {
@@ -230,6 +248,7 @@ Expected<MeasurementWindow> WindowOf(const ReportOptions& options, SimTime first
                                      std::optional<SimTime> last_finish) {
   MeasurementWindow w;
   w.start = first_arrival;
+  w.by = options.window_by;
   if (options.window) {
     if (*options.window <= Duration()) {
       return InvalidInput(fmt::format("{}: expected a positive window length",
@@ -291,8 +310,7 @@ ClassReport FinishClass(ClassState& c, const MeasurementWindow& window) {
   if (c.requests > 0) {
     r.slo_attainment = RoundForReport(static_cast<double>(c.qualified) / static_cast<double>(c.requests));
   }
-  r.ok_in_window = CountWithin(c.ok_finish_ns, window);
-  r.qualified_in_window = CountWithin(c.qualified_finish_ns, window);
+  std::tie(r.ok_in_window, r.qualified_in_window) = CountWithin(c.ok_times_ns, c.ok_qualified, window);
   r.throughput_rps = PerSecond(r.ok_in_window, window.length());
   r.goodput_rps = PerSecond(r.qualified_in_window, window.length());
   r.histograms = std::move(c.histograms);

@@ -65,6 +65,7 @@ Expected<Report> BuildReportFromFiles(const ReportFilesRequest& request) {
   if (slo) FP_RETURN_IF_ERROR(CheckSloClassesExist(*slo, builder, request.records_path));
   ReportOptions options;
   options.window = request.window;
+  options.window_by = request.window_by;
   if (!request.window && info.stated_window) {
     // The file states its own window (vllm-bench without start_times): use it.
     options.window = info.stated_window;

@@ -121,6 +121,7 @@ Json WindowJson(const MeasurementWindow& w) {
   j["end_s"] = w.end.seconds();
   j["duration_s"] = w.length().seconds();
   j["source"] = w.source;
+  j["by"] = WindowByName(w.by);
   return j;
 }
 

@@ -97,9 +97,10 @@ std::string ObjectivesText(const Report& report) {
 }  // namespace
 
 std::string FormatReportText(const Report& report) {
-  std::string out = fmt::format("measurement window: {} s .. {} s ({} s; {})\n", report.window.start.seconds(),
-                                report.window.end.seconds(), report.window.length().seconds(),
-                                report.window.source);
+  std::string out = fmt::format(
+      "measurement window: {} s .. {} s ({} s; {}; rates count the requests that {} in it)\n",
+      report.window.start.seconds(), report.window.end.seconds(), report.window.length().seconds(),
+      report.window.source, report.window.by == WindowBy::kArrival ? "arrived" : "finished");
   std::vector<Row> rows = {{"class", "requests", "ok", "not ok", "slo", "goodput/s", "thru/s", "ttft p50",
                             "ttft p99", "tpot p50", "tpot p99", "itl-max p99", "e2e p50", "e2e p99"}};
   for (const ClassReport& c : report.classes) rows.push_back(ClassRow(c));

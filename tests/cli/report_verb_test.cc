@@ -46,13 +46,13 @@ TEST(ReportVerb, PrintsATextTable) {
   EXPECT_NE(r.out.find("note: llmservingsim: arrival = queued_ts"), std::string::npos) << r.out;
 }
 
-TEST(ReportVerb, JsonIsCanonicalAndCarriesDigests) {
+TEST(ReportVerb, JsonIsCanonicalIndentedAndCarriesDigests) {
   FP_REQUIRE_SHARED_DATA();
   const std::string slo = Temp("slo.yaml", "default: {ttft: 10s, tpot: 35ms}\n");
   const VerbRun r = Report({"--records", kVllmRun, "--slo", slo, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json j = Json::parse(r.out);
-  EXPECT_EQ(*CanonicalJson(j) + "\n", r.out);
+  EXPECT_EQ(*PrettyJson(j), r.out);
   EXPECT_EQ(j["classes"]["default"]["requests"], 300);
   EXPECT_EQ(j["fleet"]["requests"], 300);
   EXPECT_EQ(j["inputs"]["records"]["format"], "llmservingsim");

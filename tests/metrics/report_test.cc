@@ -151,7 +151,7 @@ TEST(Report, DefaultWindowIsFirstArrivalToLastFinish) {
   EXPECT_EQ(r.fleet.throughput_rps, RoundForReport(2.0 / 3.0));
 }
 
-TEST(Report, GivenWindowCountsOnlyRequestsFinishingInsideIt) {
+TEST(Report, GivenWindowByFinishCountsOnlyRequestsFinishingInsideIt) {
   std::vector<RequestRecord> records = {
       OkRecord(0, kBatch, 0, 100, 2, 900),     // finishes at 1 s
       OkRecord(1, kBatch, 500, 500, 2, 500),   // finishes at 1.5 s
@@ -159,13 +159,29 @@ TEST(Report, GivenWindowCountsOnlyRequestsFinishingInsideIt) {
   };
   ReportOptions options;
   options.window = Sec(2);
+  options.window_by = WindowBy::kFinish;
   const Report r = MustReport({"interactive", "batch"}, records, Slo(kTwoClasses), options);
   EXPECT_EQ(r.window.length(), Sec(2));
   EXPECT_EQ(r.window.source, "--window");
+  EXPECT_EQ(r.window.by, WindowBy::kFinish);
   EXPECT_EQ(r.fleet.ok_in_window, 2);
   EXPECT_EQ(r.fleet.throughput_rps, 1.0);
   EXPECT_EQ(r.fleet.requests, 3);  // counts and distributions still cover every record
   EXPECT_EQ(r.FindClass("batch")->of(LatencyMetric::kE2e).count, 3);
+}
+
+TEST(Report, GivenWindowByArrivalCountsTheCohortWheneverItFinishes) {
+  std::vector<RequestRecord> records = {
+      OkRecord(0, kBatch, 0, 100, 2, 900),      // finishes at 1 s
+      OkRecord(1, kBatch, 1'000, 4'000, 2, 0),  // arrives inside a 2 s window, finishes at 5 s
+      OkRecord(2, kBatch, 2'500, 100, 2, 0),    // arrives after it
+  };
+  ReportOptions options;
+  options.window = Sec(2);
+  const Report r = MustReport({"interactive", "batch"}, records, Slo(kTwoClasses), options);
+  EXPECT_EQ(r.window.by, WindowBy::kArrival);
+  EXPECT_EQ(r.fleet.ok_in_window, 2);
+  EXPECT_EQ(r.fleet.throughput_rps, 1.0);
 }
 
 TEST(Report, EmptyWindowIsAnError) {
@@ -321,7 +337,8 @@ TEST(Report, TextIsAnAlignedTable) {
                               Slo(kTwoClasses));
   const std::string text = FormatReportText(r);
   EXPECT_EQ(text,
-            "measurement window: 0 s .. 2.09 s (2.09 s; first arrival to last finish)\n"
+            "measurement window: 0 s .. 2.09 s (2.09 s; first arrival to last finish; rates count the "
+            "requests that arrived in it)\n"
             "\n"
             "class        requests  ok  not ok      slo  goodput/s  thru/s  ttft p50  ttft p99  tpot p50  "
             "tpot p99  itl-max p99  e2e p50  e2e p99\n"

@@ -3,8 +3,8 @@
 // A ReportBuilder takes records one at a time (from the simulator directly, or from a
 // records file through metrics/records_io.h) and keeps, per class, only what the report
 // needs: counters, histogram counts, one int64 per latency sample for the exact
-// percentiles and one per finish time for the window (about 48 bytes per request; the
-// records themselves are not kept). Finish() turns that into a Report.
+// percentiles and one arrival and one finish time per ok request for the window (about
+// 48 bytes per request; the records themselves are not kept). Finish() turns that into a Report.
 //
 // Figures, per class and for the fleet (docs/records.md "Report"):
 //   - counts by status; invalid outputs; input and output tokens (all records);
@@ -13,8 +13,11 @@
 //   - per objective: the target and how many requests met it; SLO attainment =
 //     qualified / requests (metrics/slo.h); a request that did not finish ok qualifies
 //     for nothing, so failures lower attainment rather than vanish from it;
-//   - throughput_rps = ok requests finishing inside the measurement window / its length,
-//     goodput_rps = qualified requests finishing inside it / its length;
+//   - throughput_rps = ok requests of the window / its length, goodput_rps = qualified
+//     requests of the window / its length, where a request is "of the window" when it
+//     arrived inside it (the arrival cohort, the default: every request offered in the
+//     window counts, however late it finishes) or, with WindowBy::kFinish, when it
+//     finished inside it;
 //   - E2E by output-length bucket: the class's e2e_by_output buckets, or the default
 //     buckets (kDefaultOutputBuckets) when it declares none;
 //   - histogram counts per latency metric over shared edges (metrics/histogram.h).
@@ -23,8 +26,10 @@
 // and the worst class by attainment, so a failing class is always named.
 //
 // Measurement window: [first arrival, last finish] over all records by default, or
-// [first arrival, first arrival + length] when a length is given. It scopes the rates
-// only; counts and distributions cover every record.
+// [first arrival, first arrival + length] when a length is given (both ends inclusive).
+// It scopes the rates only; counts and distributions cover every record. Over the
+// default window both ways of counting agree (every ok request arrived and finished
+// inside it).
 // Thread model: a builder is single-threaded; Report is a value type. Deterministic: the
 // same records in any order give the same report.
 #pragma once
@@ -59,10 +64,18 @@ inline constexpr int kLatencyMetricCount = 4;
 // "ttft_ms", "tpot_ms", "itl_max_ms", "e2e_ms" (the report's JSON keys).
 std::string_view LatencyMetricKey(LatencyMetric metric);
 
+// Which requests a window's rates count: those that arrived in it (the cohort offered
+// during the window, whenever it finishes) or those that finished in it.
+enum class WindowBy : int { kArrival = 0, kFinish = 1 };
+// "arrival", "finish" (the report's window.by and --window-by).
+std::string_view WindowByName(WindowBy by);
+std::optional<WindowBy> ParseWindowBy(std::string_view name);
+
 struct MeasurementWindow {
   SimTime start;
   SimTime end;
   std::string source;  // "first arrival to last finish", or who set the length
+  WindowBy by = WindowBy::kArrival;
   Duration length() const { return end - start; }
 };
 
@@ -146,6 +159,7 @@ struct Report {
 struct ReportOptions {
   std::optional<Duration> window;  // length from the first arrival; default: to last finish
   std::string window_source = "--window";
+  WindowBy window_by = WindowBy::kArrival;
 };
 
 // Accumulates records. It is a RecordSink, so the record readers stream straight into it.

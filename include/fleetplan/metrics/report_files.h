@@ -23,6 +23,7 @@ struct ReportFilesRequest {
   std::optional<std::string> format;    // none: detect (metrics/records_io.h)
   std::string default_class = "default";  // for formats without classes
   std::optional<Duration> window;       // length from the first arrival
+  WindowBy window_by = WindowBy::kArrival;  // which requests the window's rates count
 };
 
 Expected<Report> BuildReportFromFiles(const ReportFilesRequest& request);
