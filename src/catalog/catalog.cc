@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,32 @@ Expected<Catalog> Catalog::WithUserFiles(const std::vector<std::string>& paths) 
   Catalog catalog = Builtin();
   for (const std::string& path : paths) FP_RETURN_IF_ERROR(catalog.AddUserFile(path));
   return catalog;
+}
+
+Expected<std::vector<std::string>> Catalog::ScenarioCatalogPaths(const YamlNode& node, const std::string& dir) {
+  std::vector<std::string> paths;
+  if (!node.present() || node.IsNull()) return paths;
+  std::vector<YamlNode> items;
+  if (node.IsSequence()) {
+    FP_ASSIGN_OR_RETURN(items, node.Items());
+  } else {
+    items.push_back(node);
+  }
+  for (const YamlNode& item : items) {
+    if (!item.IsScalar()) return item.Error("expected a catalog file path (or a list of them)");
+    FP_ASSIGN_OR_RETURN(std::string path, item.AsString());
+    if (path.empty()) return item.Error("expected a non-empty catalog file path");
+    const std::filesystem::path resolved =
+        std::filesystem::path(path).is_absolute() || dir.empty() ? std::filesystem::path(path)
+                                                                 : std::filesystem::path(dir) / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(resolved, ec)) {
+      return item.Error(fmt::format("cannot read catalog file '{}' (paths are relative to the scenario's folder)",
+                                    resolved.string()));
+    }
+    paths.push_back(resolved.string());
+  }
+  return paths;
 }
 
 Status Catalog::AddUserFile(const std::string& path) {

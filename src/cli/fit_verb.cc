@@ -4,6 +4,7 @@
 // rather than a usage error: "--tp: expected an integer, got 'four'".
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/units_parse.h"
+#include "fleetplan/core/yaml.h"
 #include "fleetplan/memory/fit.h"
 #include "fleetplan/memory/fit_report.h"
 #include "fleetplan/memory/fit_request.h"
@@ -66,12 +68,17 @@ Expected<double> ParseNumber(std::string_view flag, const std::string& text) {
   return v;
 }
 
-// Sets `out` from `flag` when it was given; the parse error is located at the flag.
+// Sets `out` from `flag` when it was given; the parse error is located at the flag. A flag
+// that replaces a scenario's value says so in `notes` (fit's `derived`).
 template <typename T, typename Parse>
-Status Overlay(const TextFlag& flag, std::string_view name, Sourced<T>& out, Parse parse) {
+Status Overlay(const TextFlag& flag, std::string_view name, Sourced<T>& out, Parse parse,
+               std::vector<std::string>& notes) {
   if (!flag.given()) return Status::Ok();
   Expected<T> v = parse(flag.text);
   if (!v.ok()) return std::move(v).take_status();
+  if (out.value && !out.origin.path.empty() && out.origin.path[0] != '-') {
+    notes.push_back(fmt::format("{} {} (flag, overrides the scenario's {})", name, flag.text, out.origin.path));
+  }
   out.Set(std::move(v).value(), ValueOrigin::Flag(std::string(name)));
   return Status::Ok();
 }
@@ -83,7 +90,7 @@ struct IntFlag {
   Sourced<int64_t>* target;
 };
 
-Status OverlayInts(const FitFlags& f, FitSpec& spec) {
+Status OverlayInts(const FitFlags& f, FitSpec& spec, std::vector<std::string>& notes) {
   const IntFlag ints[] = {
       {&f.tp, "--tp", &spec.tp},
       {&f.pp, "--pp", &spec.pp},
@@ -95,7 +102,7 @@ Status OverlayInts(const FitFlags& f, FitSpec& spec) {
   };
   for (const IntFlag& i : ints) {
     FP_RETURN_IF_ERROR(Overlay(*i.flag, i.name, *i.target,
-                               [&](const std::string& t) { return ParseInt(i.name, t); }));
+                               [&](const std::string& t) { return ParseInt(i.name, t); }, notes));
   }
   return Status::Ok();
 }
@@ -106,28 +113,28 @@ Expected<DType> ParseDTypeFlag(std::string_view flag, const std::string& text) {
   return t;
 }
 
-Status OverlayOthers(const FitFlags& f, FitSpec& spec) {
+Status OverlayOthers(const FitFlags& f, FitSpec& spec, std::vector<std::string>& notes) {
   auto text = [](const std::string& t) { return Expected<std::string>(t); };
-  FP_RETURN_IF_ERROR(Overlay(f.model, "--model", spec.model_name, text));
+  FP_RETURN_IF_ERROR(Overlay(f.model, "--model", spec.model_name, text, notes));
   if (f.model.given()) spec.model_spec.value.reset();  // the flag wins over an inline spec
-  FP_RETURN_IF_ERROR(Overlay(f.gpu, "--gpu", spec.gpu_name, text));
+  FP_RETURN_IF_ERROR(Overlay(f.gpu, "--gpu", spec.gpu_name, text, notes));
   FP_RETURN_IF_ERROR(Overlay(f.gpu_memory, "--gpu-memory", spec.gpu_memory, [](const std::string& t) {
     Expected<Bytes> b = ParseBytes(t);
     if (!b.ok()) return Expected<Bytes>(FlagError("--gpu-memory", b.status().message()));
     return b;
-  }));
+  }, notes));
   FP_RETURN_IF_ERROR(Overlay(f.weight_dtype, "--weight-dtype", spec.weight_dtype,
-                             [](const std::string& t) { return ParseDTypeFlag("--weight-dtype", t); }));
+                             [](const std::string& t) { return ParseDTypeFlag("--weight-dtype", t); }, notes));
   FP_RETURN_IF_ERROR(Overlay(f.kv_dtype, "--kv-dtype", spec.kv_dtype,
-                             [](const std::string& t) { return ParseDTypeFlag("--kv-dtype", t); }));
+                             [](const std::string& t) { return ParseDTypeFlag("--kv-dtype", t); }, notes));
   FP_RETURN_IF_ERROR(Overlay(f.kv_window, "--kv-window", spec.kv_window, [](const std::string& t) {
     if (t == "none") return Expected<std::optional<int64_t>>(std::optional<int64_t>());
     Expected<int64_t> v = ParseInt("--kv-window", t);
     if (!v.ok()) return Expected<std::optional<int64_t>>(std::move(v).take_status());
     return Expected<std::optional<int64_t>>(std::optional<int64_t>(*v));
-  }));
+  }, notes));
   return Overlay(f.utilization, "--gpu-memory-utilization", spec.gpu_memory_utilization,
-                 [](const std::string& t) { return ParseNumber("--gpu-memory-utilization", t); });
+                 [](const std::string& t) { return ParseNumber("--gpu-memory-utilization", t); }, notes);
 }
 
 Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
@@ -137,16 +144,27 @@ Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
 
 Status RunFit(const FitFlags& f, std::ostream& out) {
   FitSpec spec;
+  std::vector<std::string> catalogs;  // the scenario's `catalog:` files, then --catalog's
   if (f.scenario.given()) {
-    FP_ASSIGN_OR_RETURN(spec, ReadFitScenario(f.scenario.text, f.pool.text,
-                                              ValueOrigin::Flag("--pool")));
+    FP_ASSIGN_OR_RETURN(const YamlDocument doc, YamlDocument::LoadFile(f.scenario.text));
+    const std::string dir = std::filesystem::path(f.scenario.text).parent_path().string();
+    FP_ASSIGN_OR_RETURN(catalogs, Catalog::ScenarioCatalogPaths(doc.root()["catalog"], dir));
+    FP_ASSIGN_OR_RETURN(spec, ReadFitScenario(doc, f.pool.text, ValueOrigin::Flag("--pool")));
   } else if (f.pool.given()) {
     return UsageError("--pool selects a pool of a scenario; it needs --scenario FILE");
   }
-  FP_RETURN_IF_ERROR(OverlayInts(f, spec));
-  FP_RETURN_IF_ERROR(OverlayOthers(f, spec));
-  FP_ASSIGN_OR_RETURN(Catalog catalog, LoadCatalog(f.catalogs));
+  catalogs.insert(catalogs.end(), f.catalogs.begin(), f.catalogs.end());
+  std::vector<std::string> flag_notes;
+  FP_RETURN_IF_ERROR(OverlayInts(f, spec, flag_notes));
+  FP_RETURN_IF_ERROR(OverlayOthers(f, spec, flag_notes));
+  FP_ASSIGN_OR_RETURN(Catalog catalog, LoadCatalog(catalogs));
   FP_ASSIGN_OR_RETURN(ResolvedFit resolved, ResolveFitSpec(spec, catalog));
+  // What the flags set comes first in `derived`, then the catalog's overrides, then what
+  // was filled in.
+  for (const std::string& entry : catalog.overridden()) {
+    flag_notes.push_back(fmt::format("catalog: {} overrides the built-in entry", entry));
+  }
+  resolved.derived.insert(resolved.derived.begin(), flag_notes.begin(), flag_notes.end());
   FP_ASSIGN_OR_RETURN(FitResult result, CheckFit(resolved.request));
   if (f.json) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(FitReportJson(result, resolved.derived)));
@@ -177,7 +195,8 @@ void RegisterFitVerb(CLI::App& app, VerbAction& action) {
       "fit, 2 usage, 3 invalid input.");
   auto flags = std::make_shared<FitFlags>();
   FitFlags& f = *flags;
-  AddText(cmd, f.scenario, "--scenario", "Scenario file (YAML); flags override its values");
+  AddText(cmd, f.scenario, "--scenario",
+          "Scenario file (YAML; - reads stdin); flags override its values, its `catalog:` files are read");
   AddText(cmd, f.pool, "--pool", "Role of the deployment.pools entry to check (with --scenario)");
   AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`)");
   AddText(cmd, f.gpu, "--gpu", "GPU name (`fleetplan catalog gpus`)");
@@ -194,7 +213,9 @@ void RegisterFitVerb(CLI::App& app, VerbAction& action) {
   AddText(cmd, f.block_tokens, "--block-tokens", "Tokens per KV block (default 16)");
   AddText(cmd, f.max_batched_tokens, "--max-batched-tokens",
           "Tokens per step; sizes the activation workspace (default 8192)");
-  cmd->add_option("--catalog", f.catalogs, "User catalog file (YAML); repeatable");
+  cmd->add_option("--catalog", f.catalogs,
+                  "User catalog file (YAML: models, gpus, links); adds entries or overrides built-in ones "
+                  "of the same name (e.g. a fine-tuned llama-3.1-8b); repeatable, later files win");
   cmd->add_flag("--json", f.json, "Print JSON instead of text");
   cmd->callback([flags, &action] {
     action = [flags](std::ostream& out, std::ostream& /*err*/) { return RunFit(*flags, out); };

@@ -1,12 +1,17 @@
 // `fleetplan simulate [SCENARIO]`: run a scenario (the built-in Atlas one by default)
 // through the fleet simulator and write its report. Parses, calls fleet/run.h, prints.
+#include <algorithm>
+#include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/progress.h"
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
@@ -17,6 +22,7 @@ namespace {
 
 struct SimulateFlags {
   std::string scenario;
+  std::vector<std::string> catalogs;
   std::optional<std::string> out;
   std::string seed;
   std::string requests;
@@ -39,12 +45,70 @@ Expected<int64_t> ParseCount(std::string_view flag, const std::string& text, int
   return InvalidInput(fmt::format("{}: expected an integer >= {}, got '{}'", flag, min, text));
 }
 
+// The progress line of a run: simulated time against the workload's duration when it has
+// one (arrivals stop there; the rest is the drain), else requests against the request
+// cap, else requests with no total (a trace replayed to its end).
+class SimulateProgress {
+ public:
+  SimulateProgress(std::ostream& err, bool quiet, const Scenario& scenario, const RunOptions& opt) {
+    const bool overridden = opt.duration || opt.requests;
+    const std::optional<Duration> duration = overridden ? opt.duration : scenario.workload.duration;
+    const std::optional<int64_t> requests = overridden ? opt.requests : scenario.workload.requests;
+    const ProgressOptions options = ProgressFor(quiet);
+    if (duration) {
+      duration_ = *duration;
+      total_ = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration->seconds())));
+      progress_ = std::make_unique<Progress>(err, "simulate", "simulated s", total_, options);
+    } else {
+      progress_ = std::make_unique<Progress>(err, "simulate", "requests", requests.value_or(0), options);
+    }
+  }
+
+  SimulateProgress(const SimulateProgress&) = delete;
+  SimulateProgress& operator=(const SimulateProgress&) = delete;
+  ~SimulateProgress() { progress_->Abandon(); }  // no final line for a run that failed
+
+  ProgressFn Fn() {
+    if (!progress_->drawing()) return {};
+    return [this](SimTime now, int64_t done) { Update(now, done); };
+  }
+
+  void Update(SimTime now, int64_t done) {
+    if (!duration_) {
+      progress_->Update(done);
+      return;
+    }
+    const bool draining = now.since_start() >= *duration_;
+    progress_->SetDetail(fmt::format("{} requests done{}", done, draining ? ", arrivals over, draining" : ""));
+    progress_->Update(std::min(total_, static_cast<int64_t>(now.seconds())));
+  }
+
+  // The last line states the run's end, not the last sample.
+  void Finish(const RunResult& result) {
+    if (duration_) {
+      progress_->SetDetail(fmt::format("{} requests done, simulated to {:.1f} s", result.requests,
+                                       result.simulated_end.seconds()));
+      progress_->Update(total_);
+    } else {
+      progress_->Update(result.requests);
+    }
+    progress_->Finish();
+  }
+
+ private:
+  std::optional<Duration> duration_;
+  int64_t total_ = 0;
+  std::unique_ptr<Progress> progress_;
+};
+
 Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   if (f.print_scenario) {
     out << AtlasScenarioYaml();
     return Status::Ok();
   }
-  FP_ASSIGN_OR_RETURN(Scenario scenario, f.scenario.empty() ? LoadAtlasScenario() : LoadScenario(f.scenario));
+  ScenarioLoadOptions load;
+  load.catalogs = f.catalogs;
+  FP_ASSIGN_OR_RETURN(Scenario scenario, f.scenario.empty() ? LoadAtlasScenario(load) : LoadScenario(f.scenario, load));
   RunOptions opt;
   if (f.out) {
     if (f.out->empty()) return UsageError("--out: expected a folder name, got '' (leave --out out for output.dir)");
@@ -64,13 +128,10 @@ Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err)
   }
   if (f.no_requests) opt.write_requests = false;
   if (f.no_timeline) opt.write_timeline = false;
-  if (!f.quiet) {
-    opt.progress = [&err](SimTime now, int64_t done) {
-      err << fmt::format("\rsimulated {:.1f} s, {} requests done", now.seconds(), done) << std::flush;
-    };
-  }
+  SimulateProgress progress(err, f.quiet, scenario, opt);
+  opt.progress = progress.Fn();
   FP_ASSIGN_OR_RETURN(RunResult result, RunScenario(scenario, opt));
-  if (!f.quiet && result.events >= Simulation::kProgressEvents) err << "\n";
+  progress.Finish(result);
   const bool html = scenario.output.html && !f.no_html;
   const std::string path = result.out_dir + "/report.html";
   if (html) {
@@ -98,7 +159,10 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
       "simulate",
       "Simulate a fleet on a workload and report per-class latency, SLO attainment and goodput.\n"
       "With no SCENARIO, runs the built-in Atlas scenario (print it with --print-scenario).");
-  sub->add_option("scenario", flags->scenario, "Scenario YAML file (format: docs/scenario.md)");
+  sub->add_option("scenario", flags->scenario, "Scenario YAML file (format: docs/scenario.md); - reads it from stdin");
+  sub->add_option("--catalog", flags->catalogs,
+                  "User catalog file (YAML: models, gpus, links) read after the scenario's `catalog:` files; "
+                  "repeatable");
   sub->add_option("--out", flags->out, "Output folder (default: the scenario's output.dir)");
   sub->add_option("--seed", flags->seed, "Master seed (default: the scenario's seed)");
   // Exclusive, as in the trace verbs: each replaces both of the scenario's limits.
@@ -113,7 +177,9 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
   sub->add_flag("--no-requests", flags->no_requests, "Do not write requests.jsonl");
   sub->add_flag("--no-timeline", flags->no_timeline, "Do not write timeline.json");
   sub->add_flag("--no-html", flags->no_html, "Do not write report.html");
-  sub->add_flag("--quiet", flags->quiet, "No progress line on stderr");
+  sub->add_flag("--quiet", flags->quiet,
+                "No progress on stderr (otherwise: a bar with ETA over simulated time on a terminal, plain "
+                "lines in a log)");
   sub->footer(
       "Outputs (under --out or output.dir): report.json (canonical, byte-identical for the same\n"
       "scenario and seed), requests.jsonl (one record per request; `fleetplan report` reads it),\n"

@@ -5,14 +5,19 @@
 // unknown flags are usage errors (exit 2).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/progress.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/core/yaml.h"
@@ -36,8 +41,54 @@ struct TraceFlags {
   std::string speed;
   std::string class_name;
   std::string block_tokens;
+  std::vector<std::string> catalogs;
   bool drop_failed = false;
   bool json = false;
+  bool quiet = false;
+};
+
+// The progress line over a stream of requests: arrival time against the duration limit
+// when there is one, the count against the request limit when there is one, else the
+// count and the elapsed time.
+class RequestProgress {
+ public:
+  RequestProgress(std::ostream& err, bool quiet, std::string what, std::optional<Duration> duration,
+                  std::optional<int64_t> requests)
+      : duration_(duration),
+        progress_(err, std::move(what), duration ? "s of arrivals" : "requests",
+                  duration ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration->seconds())))
+                           : requests.value_or(0),
+                  ProgressFor(quiet)) {}
+  RequestProgress(const RequestProgress&) = delete;
+  RequestProgress& operator=(const RequestProgress&) = delete;
+  ~RequestProgress() { progress_.Abandon(); }  // no final line for a run that failed
+
+  void Add(const Request& r) {
+    ++count_;
+    if (!progress_.drawing()) return;
+    if (duration_) {
+      progress_.SetDetail(fmt::format("{} requests", count_));
+      progress_.Update(static_cast<int64_t>(r.arrival.seconds()));
+    } else {
+      progress_.Update(count_);
+    }
+  }
+
+  // The last line is the end: all of the duration (arrivals stopped before it) or the count.
+  void Finish() {
+    if (duration_) {
+      progress_.SetDetail(fmt::format("{} requests", count_));
+      progress_.Update(static_cast<int64_t>(std::ceil(duration_->seconds())));
+    } else {
+      progress_.Update(count_);
+    }
+    progress_.Finish();
+  }
+
+ private:
+  std::optional<Duration> duration_;
+  int64_t count_ = 0;
+  Progress progress_;
 };
 
 Status FlagError(std::string_view flag, std::string_view message) {
@@ -111,9 +162,15 @@ Expected<uint64_t> ScenarioSeed(const YamlNode& root, const TraceFlags& f) {
   return static_cast<uint64_t>(seed);
 }
 
-Status RunGen(const TraceFlags& f, std::ostream& out) {
+Status RunGen(const TraceFlags& f, std::ostream& out, std::ostream& err) {
   FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadFile(f.input));
   const YamlNode root = doc.root();
+  // The workload names no catalog entry, but a scenario's catalogs must still be readable:
+  // the same file then runs under `simulate`.
+  FP_ASSIGN_OR_RETURN(std::vector<std::string> catalogs,
+                      Catalog::ScenarioCatalogPaths(root["catalog"], std::filesystem::path(f.input).parent_path().string()));
+  catalogs.insert(catalogs.end(), f.catalogs.begin(), f.catalogs.end());
+  if (!catalogs.empty()) FP_RETURN_IF_ERROR(Catalog::WithUserFiles(catalogs).status());
   FP_ASSIGN_OR_RETURN(WorkloadSpec spec, ParseWorkloadSpec(root["workload"]));
   if (spec.mode == ArrivalMode::kTrace) {
     return root["workload"]["trace"].Error(
@@ -129,6 +186,9 @@ Status RunGen(const TraceFlags& f, std::ostream& out) {
   FP_ASSIGN_OR_RETURN(SourceLimits limits, LimitFlags(f));
   FP_ASSIGN_OR_RETURN(std::unique_ptr<GeneratorSource> gen, MakeGenerator(spec, seed, limits));
   FP_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(f.output));
+  const bool overridden = limits.duration || limits.requests;
+  RequestProgress progress(err, f.quiet, "trace gen", overridden ? limits.duration : spec.duration,
+                           overridden ? limits.requests : spec.requests);
   SimTime first, last;
   while (true) {
     FP_ASSIGN_OR_RETURN(std::optional<Request> next, gen->Next());
@@ -136,7 +196,9 @@ Status RunGen(const TraceFlags& f, std::ostream& out) {
     if (writer->written() == 0) first = next->arrival;
     last = next->arrival;
     FP_RETURN_IF_ERROR(writer->Write(*next, gen->names()));
+    progress.Add(*next);
   }
+  progress.Finish();
   if (writer->written() == 0) {
     return InvalidInput(fmt::format("{}: the workload produced no requests before its end", f.input));
   }
@@ -163,7 +225,7 @@ Status RunGen(const TraceFlags& f, std::ostream& out) {
 
 // ---- stats -------------------------------------------------------------------------
 
-Status RunStats(const TraceFlags& f, std::ostream& out) {
+Status RunStats(const TraceFlags& f, std::ostream& out, std::ostream& err) {
   FP_ASSIGN_OR_RETURN(TraceReadOptions options, ReadOptions(f));
   int64_t block_tokens = kDefaultStatsBlockTokens;
   if (!f.block_tokens.empty()) {
@@ -171,13 +233,16 @@ Status RunStats(const TraceFlags& f, std::ostream& out) {
   }
   FP_ASSIGN_OR_RETURN(std::unique_ptr<TraceSource> trace, OpenTrace(f.input, options));
   TraceStatsAccumulator acc(block_tokens);
+  RequestProgress progress(err, f.quiet, "trace stats", options.until, options.max_requests);
   int64_t n = 0;
   while (true) {
     FP_ASSIGN_OR_RETURN(std::optional<Request> next, trace->Next());
     if (!next) break;
     acc.Add(*next);
+    progress.Add(*next);
     ++n;
   }
+  progress.Finish();
   FP_ASSIGN_OR_RETURN(std::string digest, trace->FinishDigest());
   if (n == 0) return InvalidInput(fmt::format("{}: no request arrives before the --duration limit", f.input));
   const TraceStats stats = acc.Finish(trace->names());
@@ -199,15 +264,18 @@ Status RunStats(const TraceFlags& f, std::ostream& out) {
 
 // ---- convert -----------------------------------------------------------------------
 
-Status RunConvert(const TraceFlags& f, std::ostream& out) {
+Status RunConvert(const TraceFlags& f, std::ostream& out, std::ostream& err) {
   FP_ASSIGN_OR_RETURN(TraceReadOptions options, ReadOptions(f));
   FP_ASSIGN_OR_RETURN(std::unique_ptr<TraceSource> trace, OpenTrace(f.input, options));
   FP_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(f.output));
+  RequestProgress progress(err, f.quiet, "trace convert", options.until, options.max_requests);
   while (true) {
     FP_ASSIGN_OR_RETURN(std::optional<Request> next, trace->Next());
     if (!next) break;
     FP_RETURN_IF_ERROR(writer->Write(*next, trace->names()));
+    progress.Add(*next);
   }
+  progress.Finish();
   FP_ASSIGN_OR_RETURN(std::string input_digest, trace->FinishDigest());
   if (writer->written() == 0) {
     return InvalidInput(fmt::format("{}: no request arrives before the --duration limit", f.input));
@@ -261,9 +329,14 @@ void AddLimitFlags(CLI::App* cmd, TraceFlags& f, const std::string& what) {
 
 template <typename Run>
 void SetAction(CLI::App* cmd, std::shared_ptr<TraceFlags> flags, VerbAction& action, Run run) {
+  cmd->add_flag("--quiet", flags->quiet,
+                "No progress on stderr (otherwise: a bar with ETA on a terminal when a --duration or "
+                "--requests limit gives a total, a count otherwise; plain lines in a log)");
   cmd->callback([flags, &action, run] {
     // With `-o -` the trace itself is standard output, so the verb's own summary goes to stderr.
-    action = [flags, run](std::ostream& out, std::ostream& err) { return run(*flags, flags->output == "-" ? err : out); };
+    action = [flags, run](std::ostream& out, std::ostream& err) {
+      return run(*flags, flags->output == "-" ? err : out, err);
+    };
   });
 }
 
@@ -277,7 +350,10 @@ void RegisterTraceVerb(CLI::App& app, VerbAction& action) {
   auto gen_flags = std::make_shared<TraceFlags>();
   CLI::App* gen = trace->add_subcommand(
       "gen", "Write the scenario's synthetic workload as a fleetplan JSONL trace (open loop only).");
-  gen->add_option("SCENARIO", gen_flags->input, "Scenario file (YAML) with a `workload:` section")->required();
+  gen->add_option("SCENARIO", gen_flags->input, "Scenario file (YAML) with a `workload:` section; - reads stdin")
+      ->required();
+  gen->add_option("--catalog", gen_flags->catalogs,
+                  "User catalog file (YAML), as for simulate: checked, so the scenario runs there too; repeatable");
   gen->add_option("-o,--output", gen_flags->output, "Trace file to write (fleetplan JSONL; - for stdout)")->required();
   AddLimitFlags(gen, *gen_flags, " (replaces the scenario's duration/requests)");
   gen->add_option("--seed", gen_flags->seed, "Master seed (default: the scenario's `seed:`)");

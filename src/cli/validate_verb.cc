@@ -3,6 +3,7 @@
 // model and prints measured vs predicted TTFT / TPOT / E2E (fleet/fidelity.h).
 // `fleetplan validate --fit OUT RUN_DIR...`: fits a calibration file on the given runs.
 // Exit 0 done, 2 usage, 3 invalid input (a missing or inconsistent run directory, located).
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/progress.h"
 #include "fleetplan/fleet/fidelity.h"
 
 namespace fleetplan::cli {
@@ -23,7 +25,31 @@ struct ValidateFlags {
   std::string calibration;
   std::string fit_out;
   bool json = false;
+  bool quiet = false;
 };
+
+// The queue time series in two lines: mean and max of running and waiting requests over
+// the measured ticks, measured vs predicted (the per-tick rows are in --json).
+void PrintQueue(const Json& series, std::ostream& out) {
+  if (series.empty()) {
+    out << "queue: no time series (the run directory has no timeseries.csv)\n";
+    return;
+  }
+  for (const char* what : {"running", "waiting"}) {
+    std::string line = fmt::format("queue {:<8}", what);
+    for (const char* side : {"measured", "predicted"}) {
+      double sum = 0;
+      int64_t max = 0;
+      for (const Json& row : series) {
+        const int64_t v = row[std::string(side) + "_" + what].get<int64_t>();
+        sum += static_cast<double>(v);
+        max = std::max(max, v);
+      }
+      line += fmt::format("  {} mean {:.1f} max {}", side, sum / static_cast<double>(series.size()), max);
+    }
+    out << line << fmt::format("  ({} ticks; per tick in --json)\n", series.size());
+  }
+}
 
 void PrintText(const Json& j, std::ostream& out) {
   out << fmt::format("run {} ({}; tp {}, dp {}, ep {})\n", j["run"]["name"].get<std::string>(),
@@ -47,18 +73,29 @@ void PrintText(const Json& j, std::ostream& out) {
     }
     out << line << fmt::format("{:>9.2f}\n", x["mape_pct"].get<double>());
   }
+  PrintQueue(j["timeseries"], out);
   out << fmt::format("steps {}, extrapolated {}\n", j["simulation"]["steps"].get<int64_t>(),
                      j["simulation"]["extrapolated_steps"].get<int64_t>());
   for (const Json& n : j["notes"]) out << "note: " << n.get<std::string>() << "\n";
 }
 
-Status RunFit(const ValidateFlags& f, std::ostream& out) {
+Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
   std::vector<MeasuredRun> runs;
   for (const std::string& dir : f.runs) {
     FP_ASSIGN_OR_RETURN(MeasuredRun run, LoadMeasuredRun(dir));
     runs.push_back(std::move(run));
   }
-  FP_ASSIGN_OR_RETURN(const Calibration c, FitCalibration(runs, {}));
+  // One replay per grid point and run: tens of seconds, so a progress line (the last
+  // line is the whole grid, or none when the fit fails).
+  std::unique_ptr<Progress> progress;
+  const auto on_point = [&](int64_t done, int64_t total) {
+    if (!progress) progress = std::make_unique<Progress>(err, "validate --fit", "grid points", total, ProgressFor(f.quiet));
+    progress->Update(done);
+  };
+  Expected<Calibration> fitted = FitCalibration(runs, {}, on_point);
+  if (progress && !fitted.ok()) progress->Abandon();
+  progress.reset();
+  FP_ASSIGN_OR_RETURN(const Calibration c, std::move(fitted));
   FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(CalibrationJson(c)));
   std::ofstream file(f.fit_out);
   if (!(file << text << "\n")) return InvalidInput(fmt::format("--fit: cannot write '{}'", f.fit_out));
@@ -66,8 +103,8 @@ Status RunFit(const ValidateFlags& f, std::ostream& out) {
   return Status::Ok();
 }
 
-Status RunValidate(const ValidateFlags& f, std::ostream& out) {
-  if (!f.fit_out.empty()) return RunFit(f, out);
+Status RunValidate(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
+  if (!f.fit_out.empty()) return RunFit(f, out, err);
   if (f.runs.size() != 1) return UsageError("validate takes one RUN_DIR (several only with --fit)");
   FP_ASSIGN_OR_RETURN(const MeasuredRun run, LoadMeasuredRun(f.runs[0]));
   ValidationOptions options;
@@ -77,8 +114,8 @@ Status RunValidate(const ValidateFlags& f, std::ostream& out) {
   }
   FP_ASSIGN_OR_RETURN(const ValidationResult res, ValidateRun(run, options));
   if (f.json) {
-    FP_ASSIGN_OR_RETURN(const std::string text, CanonicalJson(res.json));
-    out << text << "\n";
+    FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(res.json));
+    out << text;
   } else {
     PrintText(res.json, out);
   }
@@ -103,8 +140,10 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
   cmd->add_option("--calibration", f.calibration, "Calibration file (fleetplan-calibration-v1 JSON)");
   cmd->add_option("--fit", f.fit_out, "Fit a calibration on the given runs and write it to this file");
   cmd->add_flag("--json", f.json, "Print the canonical JSON report");
+  cmd->add_flag("--quiet", f.quiet, "No progress on stderr during --fit (otherwise: a bar with ETA on a terminal, "
+                                    "plain lines in a log)");
   cmd->callback([flags, &action] {
-    action = [flags](std::ostream& out, std::ostream& /*err*/) { return RunValidate(*flags, out); };
+    action = [flags](std::ostream& out, std::ostream& err) { return RunValidate(*flags, out, err); };
   });
 }
 

@@ -62,6 +62,16 @@ void Progress::Finish() {
   DrawLocked(true);
 }
 
+void Progress::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) return;
+  finished_ = true;
+  if (mode_ == ProgressMode::kTerminal && drew_) {
+    out_ << '\n';
+    out_.flush();
+  }
+}
+
 void Progress::DrawLocked(bool final_line) {
   if (mode_ == ProgressMode::kQuiet) return;
   const auto now = std::chrono::steady_clock::now();

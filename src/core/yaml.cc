@@ -495,9 +495,13 @@ void Render(const Value& v, std::string& out) {
 
 // ---- YamlDocument ----------------------------------------------------------------------
 
+std::string YamlDocument::ReadablePath(const std::string& path) { return path == "-" ? "/dev/stdin" : path; }
+
+std::string YamlDocument::DisplayName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 Expected<YamlDocument> YamlDocument::LoadFile(const std::string& path) {
-  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return LoadString(text, path);
+  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(ReadablePath(path)));
+  return LoadString(text, DisplayName(path));
 }
 
 Expected<YamlDocument> YamlDocument::LoadString(std::string_view text, std::string display_name) {

@@ -15,8 +15,8 @@ seed: 42                          # master seed; every component draws from its 
 
 model:
   name: atlas-70b                 # built-in catalog (`fleetplan catalog models`), or `spec:` inline
-  weight_dtype: bf16              # bf16 | fp16 | fp8 | int8 | int4 | fp4
-  kv_dtype: bf16                  # independent of weight_dtype
+  weight_dtype: bf16              # bf16 | fp16 | fp8 | int8 | int4 | fp4 | fp32
+  kv_dtype: bf16                  # independent of weight_dtype (same formats)
   kv_window: null                 # sliding window kept in KV (tokens); null = full context
   max_context: 32768
 
@@ -48,7 +48,7 @@ engine:
     eviction: lru
   preemption: recompute
   step_model:
-    kind: roofline                # roofline | affine | table
+    kind: roofline                # roofline | affine | table | kernel-table (docs/step-models.md)
   host_overhead: 0.4ms            # CPU time per step that the GPU waits for
   cuda_graphs: {buckets: [1, 4, 8, 16, 32], eager_fallback: true}
 
@@ -92,6 +92,8 @@ output:
 )yaml";
 }
 
-Expected<Scenario> LoadAtlasScenario() { return LoadScenarioText(AtlasScenarioYaml(), "<built-in atlas>", ""); }
+Expected<Scenario> LoadAtlasScenario(const ScenarioLoadOptions& options) {
+  return LoadScenarioText(AtlasScenarioYaml(), "<built-in atlas>", "", options);
+}
 
 }  // namespace fleetplan

@@ -586,7 +586,7 @@ Status ReadDisaggregation(const YamlNode& node, Scenario& s) {
   }
   const std::string fallback = s.inter_node_link.name;
   FP_ASSIGN_OR_RETURN(std::string link, node["link"].StringOr(fallback));
-  auto spec = Catalog::Builtin().Link(link);
+  auto spec = s.catalog->Link(link);
   if (!spec.ok()) return node["link"].Error(spec.status().message());
   s.transfer_link = *spec;
   if (!node["link"].present()) {

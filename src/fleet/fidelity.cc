@@ -579,13 +579,16 @@ constexpr double kScaleStep = 0.04;
 
 }  // namespace
 
-Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& profile_dirs) {
+Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& profile_dirs,
+                                     const FitProgressFn& progress) {
   if (runs.empty()) return UsageError("fit needs at least one run directory");
   std::vector<std::string> profiles;
   for (size_t i = 0; i < runs.size(); ++i) profiles.push_back(ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
   Calibration best;
   double best_loss = -1;
   Status error;
+  const int64_t points = kScaleSteps * (kMaxHostUs / kHostStepUs + 1);
+  int64_t done = 0;
   for (int64_t s = 0; s < kScaleSteps; ++s) {
     for (int64_t h = 0; h <= kMaxHostUs; h += kHostStepUs) {
       Calibration c;
@@ -597,6 +600,7 @@ Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const
         best_loss = loss;
         best = c;
       }
+      if (progress) progress(++done, points);
     }
   }
   for (const MeasuredRun& r : runs) best.fitted_on.push_back(r.name);

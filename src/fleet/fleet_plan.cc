@@ -189,6 +189,7 @@ Expected<FleetPlan> Bind(const Scenario& s) {
   plan.name = s.name;
   plan.source = s.display_name;
   plan.scenario_digest = s.digest;
+  plan.catalog_files = s.catalog_files;
   plan.seed = s.seed;
   // A scenario built in code may leave `pools` empty: one mixed pool of `replicas` x `fit`.
   const std::vector<PoolSpec> specs =

@@ -1,7 +1,7 @@
 #include "fleetplan/fleet/run.h"
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 
@@ -11,6 +11,7 @@
 #include "fleetplan/core/digest.h"
 #include "fleetplan/fleet/timeline.h"
 #include "fleetplan/catalog/dtype.h"
+#include "fleetplan/memory/fit.h"
 #include "fleetplan/memory/plan.h"
 #include "fleetplan/metrics/record.h"
 #include "fleetplan/metrics/records_io.h"
@@ -24,6 +25,53 @@ namespace {
 constexpr const char* kVersion = "0.1.0";
 // requests.jsonl is written in chunks of about this size (one write per chunk).
 constexpr size_t kRecordFlushBytes = size_t{1} << 20;
+
+// When each request arrived and ended (finished, or was last seen), to tell whether the
+// fleet kept up with its arrivals. 16 bytes per request.
+class LoadTrace {
+ public:
+  void Add(const RequestRecord& r) {
+    arrivals_.push_back(r.arrival.ns());
+    // A request that never finished (rejected, given up) counts as ended when last seen.
+    ends_.push_back(r.finish ? r.finish->ns() : r.first_token ? r.first_token->ns() : r.arrival.ns());
+  }
+
+  // Over capacity: the requests in flight (arrived, not yet ended) grew through the
+  // arrivals — at the last arrival at least 1.5x (plus one per replica) what they were
+  // halfway through. A fleet that keeps up holds a steady number in flight; one that does
+  // not accumulates a backlog, and it grows linearly. Empty when the fleet kept up.
+  std::string OverCapacityHint(int64_t replicas) {
+    if (arrivals_.size() < 100) return "";
+    std::sort(arrivals_.begin(), arrivals_.end());
+    std::sort(ends_.begin(), ends_.end());
+    const int64_t first = arrivals_.front();
+    const int64_t last = arrivals_.back();
+    const int64_t mid = first + (last - first) / 2;
+    const int64_t at_mid = InFlight(mid);
+    const int64_t at_last = InFlight(last);
+    if (static_cast<double>(at_last) < 1.5 * static_cast<double>(at_mid) + static_cast<double>(replicas)) return "";
+    const double span_s = static_cast<double>(last - first) / 1e9;
+    const double arrived_rate = static_cast<double>(arrivals_.size()) / span_s;
+    const double ended_rate =
+        static_cast<double>(std::upper_bound(ends_.begin(), ends_.end(), last) - ends_.begin()) / span_s;
+    const double drain_s = static_cast<double>(ends_.back() - last) / 1e9;
+    return fmt::format(
+        "over capacity: requests arrived at {:.2f}/s but ended at {:.2f}/s while they arrived; in flight "
+        "(queued or running) grew from {} halfway through the arrivals to {} at the last arrival, and took {:.1f} s "
+        "more to drain. Latencies and attainment measure that backlog: lower the arrival rate or add replicas "
+        "(docs/scenario.md \"Reading a run\")\n",
+        arrived_rate, ended_rate, at_mid, at_last, drain_s);
+  }
+
+ private:
+  int64_t InFlight(int64_t t) const {
+    const auto arrived = std::upper_bound(arrivals_.begin(), arrivals_.end(), t) - arrivals_.begin();
+    const auto ended = std::upper_bound(ends_.begin(), ends_.end(), t) - ends_.begin();
+    return static_cast<int64_t>(arrived - ended);
+  }
+  std::vector<int64_t> arrivals_;
+  std::vector<int64_t> ends_;
+};
 
 // Receives every request's end and every step; feeds the report, the records file and
 // the timeline.
@@ -49,6 +97,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
       r.queue_age_at_assignment = route->queue_age;
     }
     builder_->Add(r);
+    load_.Add(r);
     if (stop_when_ != nullptr && *stop_when_ && (*stop_when_)(r) && sim_ != nullptr) {
       sim_->RequestStop();
     }
@@ -67,6 +116,8 @@ class RunSink final : public EngineObserver, public FleetObserver {
   void OnTransfer(const TransferEvent& e) override {
     if (timeline_ != nullptr) timeline_->OnTransfer(e);
   }
+
+  LoadTrace& load() { return load_; }
 
   Status Close() {
     if (!records_.is_open()) return Status::Ok();
@@ -89,6 +140,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
   TimelineWriter* timeline_ = nullptr;
   Simulation* sim_ = nullptr;
   const std::function<bool(const RequestRecord&)>* stop_when_ = nullptr;
+  LoadTrace load_;
 };
 
 Json MemoryJson(const FleetPlan& plan) {
@@ -226,12 +278,22 @@ std::string ReplicaLines(const FleetResult& r, bool pooled) {
 }
 
 std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult& r,
-                        const std::vector<std::string>& files) {
+                        const std::vector<std::string>& files, const std::string& capacity_hint) {
   const MemoryInputs& m = plan.primary_pool().fit.memory;
   const KvPoolSize& kv = plan.primary_pool().kv;
   std::string out = fmt::format("scenario {} (seed {}): {} x {} tp{} pp{} on {}, {} KV blocks of {} tokens per replica\n",
                                 plan.name, seed, plan.replicas(), m.model.name, m.layout.tp, m.layout.pp, m.gpu.name,
                                 kv.kv_blocks_per_replica, kv.block_tokens);
+  // The fit verdict `fleetplan fit --scenario` gives: max_running sequences at
+  // max_context. A run goes ahead when it does not fit (the engine admits what its KV
+  // holds and preempts), but it says so, as fit does.
+  const FitRequest& fit = plan.primary_pool().fit;
+  if (Expected<FitResult> verdict = CheckFit(fit); verdict.ok() && !verdict->fits && verdict->max_sequences > 0) {
+    out += fmt::format("does not fit as configured: engine.scheduler.max_running {} sequences of max_context {} "
+                       "tokens, but a replica's KV holds {} at that context (`fleetplan fit --scenario` says the "
+                       "same); the engine admits what fits and preempts the rest\n",
+                       fit.concurrency, fit.context, verdict->max_sequences);
+  }
   const bool pooled = plan.pools.size() > 1;
   if (pooled) {
     std::vector<std::string> pools;
@@ -269,6 +331,7 @@ std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult&
   }
   out += ReplicaLines(r, pooled);
   for (const std::string& line : r.component_lines) out += line;
+  out += capacity_hint;
   for (const auto& f : files) out += fmt::format("wrote {}\n", f);
   return out;
 }
@@ -377,6 +440,11 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   AddPrefixCacheJson(*sim, source->names(), j);
   j["fleetplan_version"] = kVersion;
   j["scenario"] = {{"name", plan.name}, {"source", plan.source}, {"digest", plan.scenario_digest}, {"seed", seed}};
+  Json catalogs = Json::array();
+  for (const ScenarioInput& c : plan.catalog_files) catalogs.push_back({{"path", c.path}, {"digest", c.digest}});
+  // User catalogs change what names mean, so they are inputs of the run (listed only
+  // when there are some: a run on the built-in catalog keeps its report and digest).
+  if (!catalogs.empty()) j["inputs"]["catalogs"] = catalogs;
   j["workload"] = source->Describe();
   j["deployment"] = MemoryJson(plan);
   j["step_model"] = plan.primary_pool().cost->Describe();
@@ -388,8 +456,9 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
                      {"requests", sim->requests_done()},
                      {"first_arrival_s", sim->first_arrival().seconds()},
                      {"end_s", sim->end_time().seconds()}};
-  FP_ASSIGN_OR_RETURN(std::string inputs_digest, DigestOfJson(Json{{"scenario", plan.scenario_digest}, {"seed", seed},
-                                                                    {"workload", j["workload"]}}));
+  Json identity = {{"scenario", plan.scenario_digest}, {"seed", seed}, {"workload", j["workload"]}};
+  if (!catalogs.empty()) identity["catalogs"] = catalogs;
+  FP_ASSIGN_OR_RETURN(std::string inputs_digest, DigestOfJson(identity));
   j["inputs_digest"] = inputs_digest;
 
   RunResult result;
@@ -400,7 +469,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
     if (opt.write_requests.value_or(plan.output.requests)) files.push_back(dir + "/requests.jsonl");
     if (timeline) files.push_back(dir + "/timeline.json");
   }
-  result.summary = SummaryText(plan, seed, fleet, files);
+  result.summary = SummaryText(plan, seed, fleet, files, sink.load().OverCapacityHint(plan.replicas()));
   for (const auto& f : removed) result.summary += fmt::format("removed {} (from an earlier run; not written by this one)\n", f);
   result.result = std::move(fleet);
   result.report = std::move(j);

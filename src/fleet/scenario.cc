@@ -130,7 +130,7 @@ Status ReadHardware(const YamlNode& node, Scenario& s) {
   }
   NoteDefault(node["nodes"], "1", s);
   NoteDefault(node["gpus_per_node"], "8", s);
-  const Catalog& catalog = Catalog::Builtin();
+  const Catalog& catalog = *s.catalog;
   auto read_link = [&](const YamlNode& link, const std::string& fallback, LinkSpec& out) -> Status {
     FP_ASSIGN_OR_RETURN(std::string name, link.StringOr(fallback));
     auto spec = catalog.Link(name);
@@ -181,7 +181,7 @@ Status ReadPools(const YamlNode& deployment, const YamlDocument& doc, Scenario& 
     }
     // The fit reader resolves this pool's layout (deployment-level values are defaults).
     FP_ASSIGN_OR_RETURN(FitSpec spec, ReadFitScenario(doc, name, ValueOrigin::Flag("--pool")));
-    const Expected<ResolvedFit> fit = ResolveFitSpec(spec, Catalog::Builtin());
+    const Expected<ResolvedFit> fit = ResolveFitSpec(spec, *s.catalog);
     if (!fit.ok()) return fit.status();
     pool.fit = fit->request;
     FP_ASSIGN_OR_RETURN(pool.replicas, item["replicas"].IntOr(1));
@@ -304,13 +304,35 @@ Status CheckContext(const YamlNode& workload, Scenario& s) {
   return Status::Ok();
 }
 
-Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest) {
+// The catalog: built-in, then the scenario's `catalog:` files, then --catalog's.
+Status ReadCatalog(const YamlNode& node, const ScenarioLoadOptions& options, Scenario& s) {
+  FP_ASSIGN_OR_RETURN(std::vector<std::string> paths, Catalog::ScenarioCatalogPaths(node, s.dir));
+  paths.insert(paths.end(), options.catalogs.begin(), options.catalogs.end());
+  if (paths.empty()) {
+    s.catalog = std::shared_ptr<const Catalog>(&Catalog::Builtin(), [](const Catalog*) {});
+    return Status::Ok();
+  }
+  FP_ASSIGN_OR_RETURN(Catalog catalog, Catalog::WithUserFiles(paths));
+  s.catalog = std::make_shared<const Catalog>(std::move(catalog));
+  for (const std::string& path : paths) {
+    FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+    s.catalog_files.push_back(ScenarioInput{path, DigestOf(bytes)});
+  }
+  for (const std::string& entry : s.catalog->overridden()) {
+    s.derived.push_back(fmt::format("catalog: {} overrides the built-in entry", entry));
+  }
+  return Status::Ok();
+}
+
+Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest,
+                                const ScenarioLoadOptions& options) {
   Scenario s;
   s.document = doc;
   s.display_name = doc->display_name();
   s.dir = std::move(dir);
   s.digest = std::move(digest);
   const YamlNode root = doc->root();
+  FP_RETURN_IF_ERROR(ReadCatalog(root["catalog"], options, s));
   // Model, hardware.gpu, deployment layout, memory knobs; checks the root's keys too.
   FP_ASSIGN_OR_RETURN(FitSpec fit_spec,
                       ReadFitScenario(*doc, PrimaryPoolRole(root["deployment"]), ValueOrigin::Flag("--pool")));
@@ -319,7 +341,7 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   FP_RETURN_IF_ERROR(root["model"].RequirePresent());
   FP_RETURN_IF_ERROR(root["hardware"].RequirePresent());
   FP_RETURN_IF_ERROR(root["hardware"]["gpu"].RequirePresent());
-  Expected<ResolvedFit> fit = ResolveFitSpec(fit_spec, Catalog::Builtin());
+  Expected<ResolvedFit> fit = ResolveFitSpec(fit_spec, *s.catalog);
   if (!fit.ok() && fit.status().code() == StatusCode::kUsage) {
     // With model and GPU present, the only input left to miss is the context.
     return root["model"].Error("the model states no max_context: set model.max_context");
@@ -357,19 +379,21 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
 
 }  // namespace
 
-Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir) {
+Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir,
+                                    const ScenarioLoadOptions& options) {
   FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
-  return ReadScenario(std::make_shared<const YamlDocument>(std::move(doc)), std::move(dir), DigestOf(text));
+  return ReadScenario(std::make_shared<const YamlDocument>(std::move(doc)), std::move(dir), DigestOf(text), options);
 }
 
-Expected<Scenario> LoadScenarioDocument(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest) {
-  return ReadScenario(std::move(doc), std::move(dir), std::move(digest));
+Expected<Scenario> LoadScenarioDocument(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest,
+                                        const ScenarioLoadOptions& options) {
+  return ReadScenario(std::move(doc), std::move(dir), std::move(digest), options);
 }
 
-Expected<Scenario> LoadScenario(const std::string& path) {
-  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+Expected<Scenario> LoadScenario(const std::string& path, const ScenarioLoadOptions& options) {
+  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(YamlDocument::ReadablePath(path)));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return LoadScenarioText(text, path, dir);
+  return LoadScenarioText(text, YamlDocument::DisplayName(path), dir, options);
 }
 
 }  // namespace fleetplan

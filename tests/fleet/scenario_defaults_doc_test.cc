@@ -652,6 +652,16 @@ const std::vector<NonConstant>& NonConstants() {
        }},
 
       // "none": absent = the feature is off.
+      // No user catalog: every name resolves against the built-in one, and no catalog input
+      // is listed.
+      {"catalog", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         ASSERT_NE(s->catalog, nullptr);
+         EXPECT_EQ(s->catalog.get(), &Catalog::Builtin());
+         EXPECT_TRUE(s->catalog_files.empty());
+       }},
       {"deployment.pools", "none", NonConstant::kNone,
        [] {
          const Scenario* s = Get(Variant::kMinimal);

@@ -50,6 +50,12 @@ class Catalog {
   const std::map<std::string, LinkSpec>& links() const { return links_; }
   const std::vector<std::string>& overridden() const { return overridden_; }
 
+  // The user catalog files a scenario's `catalog:` key names (one path or a list of
+  // paths, each relative to `dir`, the scenario's folder, unless absolute), in order.
+  // Absent or null: none. Errors located at the key: not a string or list of strings, an
+  // empty path, a file that cannot be read (with the path it resolved to).
+  static Expected<std::vector<std::string>> ScenarioCatalogPaths(const YamlNode& node, const std::string& dir);
+
   // Reads one model spec from YAML (used by catalog files and by a scenario's inline
   // `model.spec`). Located errors; the spec passes FindModelSpecProblem when returned.
   static Expected<ModelSpec> ParseModelSpec(const YamlNode& node, std::string name);

@@ -45,6 +45,9 @@ class Progress {
   // A short free-form status shown after the counts ("rate 12.5/s").
   void SetDetail(std::string detail);
   void Finish();
+  // Ends without the final line: the run failed and its error follows (a terminal line
+  // already drawn is ended so the error starts on a line of its own).
+  void Abandon();
 
   bool drawing() const { return mode_ != ProgressMode::kQuiet; }
 

@@ -14,8 +14,10 @@ namespace fleetplan::scenario_keys {
 // The scenario format version these lists describe.
 inline constexpr int64_t kVersion = 1;
 
+// `catalog`: user catalog file(s) (catalog/catalog.h), paths relative to the scenario.
 inline const std::vector<std::string> kRoot = {"version", "name",     "seed",     "model", "hardware", "deployment",
-                                               "engine",  "router",   "workload", "slo",   "output",   "faults"};
+                                               "engine",  "router",   "workload", "slo",   "output",   "faults",
+                                               "catalog"};
 inline const std::vector<std::string> kModel = {"name", "spec", "weight_dtype", "kv_dtype", "kv_window", "max_context"};
 inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_node", "intra_node_link",
                                                    "inter_node_link"};

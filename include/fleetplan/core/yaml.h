@@ -62,7 +62,11 @@ class YamlDocument {
  public:
   // Syntax errors are located (file:line:col with caret). A missing file says
   // "cannot read '<path>': No such file or directory".
+  // `path` "-" is standard input, named "<stdin>" in messages.
   static Expected<YamlDocument> LoadFile(const std::string& path);
+  // The file to open for `path` ("/dev/stdin" for "-") and the name messages use for it.
+  static std::string ReadablePath(const std::string& path);
+  static std::string DisplayName(const std::string& path);
   // `display_name` is the file name used in locations (e.g. "scenario.yaml").
   static Expected<YamlDocument> LoadString(std::string_view text, std::string display_name);
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,7 +102,10 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
 
 // Fits host_overhead and gpu_time_scale on `runs` (each with its profile dir) by grid
 // search minimising the mean over runs of |TPOT error| + |E2E error| of the means.
+// `progress`, when set, is called after each grid point with (points done, points in all).
+using FitProgressFn = std::function<void(int64_t done, int64_t total)>;
 Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs,
-                                     const std::vector<std::string>& profile_dirs);
+                                     const std::vector<std::string>& profile_dirs,
+                                     const FitProgressFn& progress = {});
 
 }  // namespace fleetplan

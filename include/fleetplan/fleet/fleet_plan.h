@@ -42,6 +42,7 @@ struct FleetPlan {
   std::string name;
   std::string source;           // the scenario file as the user named it
   std::string scenario_digest;  // sha256 of the scenario's bytes
+  std::vector<ScenarioInput> catalog_files;  // user catalogs the names resolved against
   uint64_t seed = 0;
 
   std::vector<BoundPool> pools;  // file order; at least one serving pool

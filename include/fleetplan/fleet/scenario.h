@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fleetplan/catalog/catalog.h"
 #include "fleetplan/catalog/hardware.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/yaml.h"
@@ -66,6 +67,19 @@ struct PoolSpec {
   int64_t replicas = 1;
 };
 
+// A file a scenario read besides itself (a user catalog): listed in report.json `inputs`.
+struct ScenarioInput {
+  std::string path;    // as resolved (relative to the working directory or absolute)
+  std::string digest;  // "sha256:..." of its bytes
+};
+
+// What the command line adds to a scenario file.
+struct ScenarioLoadOptions {
+  // User catalog files (--catalog), read after the scenario's own `catalog:` files, so a
+  // flag overrides an entry of the same name.
+  std::vector<std::string> catalogs;
+};
+
 struct Scenario {
   // Provenance.
   std::string display_name;  // the file as the user named it, or "<built-in atlas>"
@@ -73,6 +87,10 @@ struct Scenario {
   std::string digest;        // sha256 of the scenario's bytes
   std::string name;
   uint64_t seed = 0;
+  // The catalog every name (model, GPU, link) was resolved against: the built-in one plus
+  // the user catalog files (`catalog:` then --catalog), which are listed here in order.
+  std::shared_ptr<const Catalog> catalog;
+  std::vector<ScenarioInput> catalog_files;
 
   // Model, GPU, layout, dtypes and memory knobs, resolved against the catalog. With
   // deployment.pools: the first serving (mixed or decode) pool's, and `replicas` counts
@@ -112,19 +130,23 @@ struct Scenario {
   std::shared_ptr<const YamlDocument> document;
 };
 
-Expected<Scenario> LoadScenario(const std::string& path);
+// `path` "-" reads the scenario from standard input (display name "<stdin>"; its relative
+// paths resolve against the working directory).
+Expected<Scenario> LoadScenario(const std::string& path, const ScenarioLoadOptions& options = {});
 // Resolves `events` against the workload's tenant and adapter names: unknown names are
 // located errors with a did-you-mean.
 Expected<std::vector<TimedInvalidation>> ResolveInvalidations(const std::vector<InvalidationEventSpec>& events,
                                                              const WorkloadNames& names);
-Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir);
+Expected<Scenario> LoadScenarioText(std::string_view text, std::string display_name, std::string dir,
+                                    const ScenarioLoadOptions& options = {});
 // A scenario from a loaded document (e.g. one with overrides: core/yaml.h WithOverrides);
 // `digest` is its identity (for a file: the sha256 of its bytes).
-Expected<Scenario> LoadScenarioDocument(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest);
+Expected<Scenario> LoadScenarioDocument(std::shared_ptr<const YamlDocument> doc, std::string dir, std::string digest,
+                                        const ScenarioLoadOptions& options = {});
 
 // The built-in Atlas scenario: the reference example of the format, run by
 // `fleetplan simulate` with no arguments and printed by `--print-scenario`.
 std::string_view AtlasScenarioYaml();
-Expected<Scenario> LoadAtlasScenario();
+Expected<Scenario> LoadAtlasScenario(const ScenarioLoadOptions& options = {});
 
 }  // namespace fleetplan

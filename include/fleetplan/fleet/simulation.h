@@ -243,7 +243,9 @@ class Simulation final : public EventHandler {
   Json ReplicaReportJson(Duration span, Json* engine_replicas);
   void AddComponentReports(Duration span, Json& report) const;
 
-  static constexpr uint64_t kProgressEvents = 1u << 18;
+  // Often enough for a progress line to move while an overloaded run grinds (the line
+  // itself redraws at most every 100 ms), rare enough to cost nothing.
+  static constexpr uint64_t kProgressEvents = 1u << 12;
 
   // ---- Component services (component.h): what a component may ask of the kernel. ----
   // An earlier component of type T (components are built in registry order), or null.
