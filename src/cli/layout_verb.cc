@@ -15,6 +15,8 @@
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/progress.h"
+#include "fleetplan/memory/fit_request.h"
 #include "fleetplan/plan/cluster_file.h"
 #include "fleetplan/plan/layout.h"
 #include "fleetplan/plan/layout_report.h"
@@ -35,6 +37,7 @@ struct LayoutFlags {
   std::vector<std::string> without;
   bool allow_cross_node_tp = false;
   bool json = false;
+  bool quiet = false;
 };
 
 Status FlagError(std::string_view flag, std::string_view message) {
@@ -94,8 +97,20 @@ Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& 
   Expected<ModelSpec> model = catalog.Model(f.model.text);
   if (!model.ok()) return FlagError("--model", model.status().message());
   r.model = std::move(model).value();
+  // The formats default as fit's do: the checkpoint's weights (fp8 for deepseek-v3), KV in
+  // the activation format.
+  r.weight_dtype = r.model.native_dtype;
+  r.kv_dtype = DefaultKvDType(r.model);
   FP_RETURN_IF_ERROR(SetDType(f.weight_dtype, "--weight-dtype", r.weight_dtype));
   FP_RETURN_IF_ERROR(SetDType(f.kv_dtype, "--kv-dtype", r.kv_dtype));
+  if (!f.weight_dtype.given()) {
+    derived.push_back(fmt::format("weight_dtype {}: the checkpoint's (--weight-dtype not given)",
+                                  DTypeName(r.weight_dtype)));
+  }
+  if (!f.kv_dtype.given()) {
+    derived.push_back(fmt::format("kv_dtype {}: the activation format, as fit (--kv-dtype not given)",
+                                  DTypeName(r.kv_dtype)));
+  }
   const bool context_capped = !f.context.given() && r.model.max_context > 0 && r.model.max_context < r.context;
   if (context_capped) r.context = r.model.max_context;
   FP_RETURN_IF_ERROR(SetInt(f.context, "--context", r.context));
@@ -126,6 +141,18 @@ Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& 
                                   context_capped ? "the model's max_context, below the default" : "default"));
   }
   if (!f.batch.given()) derived.push_back(fmt::format("batch {}: default (--batch not given)", r.batch));
+  if (!f.utilization.given()) {
+    derived.push_back(fmt::format("gpu_memory_utilization {}: default, as fit (--gpu-memory-utilization not given)",
+                                  r.gpu_memory_utilization));
+  }
+  if (!f.microbatches.given()) {
+    derived.push_back(fmt::format("microbatches {}: default (--microbatches not given)", r.microbatches));
+  }
+  if (!f.runtime.given()) derived.push_back(fmt::format("runtime {}: default (--runtime not given)", r.runtime));
+  if (!f.all_reduce.given()) {
+    derived.push_back(fmt::format("all-reduce {}: default (--all-reduce not given)",
+                                  AllReduceAlgorithmName(r.all_reduce)));
+  }
   if (!f.prefill_tokens.given()) {
     derived.push_back(fmt::format("prefill tokens {}: default (--prefill-tokens not given)", r.prefill_tokens));
   }
@@ -137,7 +164,7 @@ Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
   return Catalog::WithUserFiles(paths);
 }
 
-Status RunLayout(const LayoutFlags& f, std::ostream& out) {
+Status RunLayout(const LayoutFlags& f, std::ostream& out, std::ostream& err) {
   FP_ASSIGN_OR_RETURN(const Catalog catalog, LoadCatalog(f.catalogs));
   FP_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(f.cluster.text, catalog, "--cluster"));
   FP_ASSIGN_OR_RETURN(cluster, ApplyRemovals(std::move(cluster), f.without, "--without"));
@@ -146,7 +173,19 @@ Status RunLayout(const LayoutFlags& f, std::ostream& out) {
   FP_RETURN_IF_ERROR(FillRequest(f, catalog, request, derived));
   int64_t rows = kLayoutTextRows;
   FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
-  FP_ASSIGN_OR_RETURN(LayoutResult result, SearchLayouts(request, cluster));
+  // Each candidate packs replicas onto every node: thousands of nodes take seconds.
+  std::unique_ptr<Progress> progress;
+  const auto on_candidate = [&](int64_t done, int64_t total) {
+    if (!progress) progress = std::make_unique<Progress>(err, "layout", "layouts", total, ProgressFor(f.quiet));
+    progress->Update(done);
+  };
+  Expected<LayoutResult> searched = SearchLayouts(request, cluster, on_candidate);
+  if (!searched.ok()) {
+    if (progress) progress->Abandon();
+    return searched.status();
+  }
+  progress.reset();
+  LayoutResult result = std::move(searched).value();
   result.derived.insert(result.derived.end(), derived.begin(), derived.end());
   if (f.json) {
     FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(LayoutReportJson(result, cluster)));
@@ -181,8 +220,9 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
           "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g "
           "(at most 2048 nodes: docs/limits.md)");
   f.cluster.option->required();
-  AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default bf16)");
-  AddText(cmd, f.kv_dtype, "--kv-dtype", "KV-cache format (default bf16)");
+  AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default: the checkpoint's, as fit)");
+  AddText(cmd, f.kv_dtype, "--kv-dtype",
+          "KV-cache format (default: the checkpoint's when 16 bits or wider, else bf16, as fit)");
   AddText(cmd, f.context, "--context", "Tokens per resident sequence (default 8192)");
   AddText(cmd, f.batch, "--batch", "Decode sequences per step and per replica (default 64)");
   AddText(cmd, f.prefill_tokens, "--prefill-tokens", "Tokens of the prefill step evaluated (default 8192)");
@@ -206,8 +246,11 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
       "Allow TP groups over links slower than the GPU's NVLink (across nodes, or a node whose NVLink is down)");
   cmd->add_option("--catalog", f.catalogs, "User catalog file (YAML); repeatable");
   cmd->add_flag("--json", f.json, "Print JSON instead of text");
+  cmd->add_flag("--quiet", f.quiet,
+                "No progress on stderr (otherwise: a bar with ETA over the candidate layouts on a terminal, plain "
+                "lines in a log)");
   cmd->callback([flags, &action] {
-    action = [flags](std::ostream& out, std::ostream& /*err*/) { return RunLayout(*flags, out); };
+    action = [flags](std::ostream& out, std::ostream& err) { return RunLayout(*flags, out, err); };
   });
 }
 

@@ -14,6 +14,7 @@
 #include "fleetplan/core/rng.h"
 #include "fleetplan/core/scenario_schema.h"
 #include "fleetplan/memory/fit_request.h"
+#include "fleetplan/perf/roofline.h"
 #include "fleet/section_readers.h"
 
 namespace fleetplan {
@@ -98,6 +99,33 @@ Status ReadPrefixCache(const YamlNode& cache, Scenario& s) {
   return Status::Ok();
 }
 
+// Defaults inside engine.step_model and engine.cuda_graphs, which perf/ reads when the run
+// is built: listed here so every filled-in value reaches `notes`.
+void NotePerfDefaults(const YamlNode& step_model, const YamlNode& cuda_graphs, Scenario& s) {
+  const bool given = step_model.present() && !step_model.IsNull();
+  const Expected<std::string> kind = given ? step_model["kind"].StringOr("") : Expected<std::string>("roofline");
+  if (kind.ok() && *kind == "roofline") {
+    const RooflineParams d;
+    const std::pair<const char*, double> efficiencies[] = {{"compute_efficiency", d.compute_efficiency},
+                                                            {"attention_efficiency", d.attention_efficiency},
+                                                            {"memory_efficiency", d.memory_efficiency}};
+    for (const auto& [key, value] : efficiencies) {
+      if (!given || !step_model[key].present()) {
+        s.derived.push_back(fmt::format("engine.step_model.{}: {} (not given)", key, value));
+      }
+    }
+  } else if (kind.ok() && *kind == "table" && !step_model["extrapolate"].present()) {
+    s.derived.push_back("engine.step_model.extrapolate: false (not given)");
+  }
+  if (!s.cuda_graphs.enabled()) return;
+  if (!cuda_graphs["eager_fallback"].present()) s.derived.push_back("engine.cuda_graphs.eager_fallback: true (not given)");
+  if (!cuda_graphs["eager_launch_per_layer"].present()) {
+    s.derived.push_back(fmt::format("engine.cuda_graphs.eager_launch_per_layer: {} us (the default for tp {}; not given)",
+                                    DefaultEagerLaunchPerLayer(s.fit.memory.layout.tp).micros(),
+                                    s.fit.memory.layout.tp));
+  }
+}
+
 Status ReadEngine(const YamlNode& node, Scenario& s) {
   FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kEngine));
   FP_RETURN_IF_ERROR(ReadScheduler(node["scheduler"], s));
@@ -117,6 +145,7 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   FP_ASSIGN_OR_RETURN(s.engine.host_overhead, node["host_overhead"].DurationOr(Duration()));
   if (!node["host_overhead"].present()) s.derived.push_back("engine.host_overhead: 0 (not given)");
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
+  NotePerfDefaults(step_model, node["cuda_graphs"], s);
   return section::ReadAdapters(node["adapters"], s);
 }
 

@@ -183,11 +183,6 @@ Expected<GpuSpec> ResolveGpu(const FitSpec& spec, const Catalog& catalog,
   return gpu;
 }
 
-// Default formats: the checkpoint's own for weights; KV in the activation format, i.e. the
-// checkpoint's when it is 16 bits or wider, else bf16 (vLLM's kv_cache_dtype "auto").
-DType DefaultKvDType(const ModelSpec& m) {
-  return BitsPerElement(m.native_dtype) >= 16 ? m.native_dtype : DType::kBf16;
-}
 
 MemoryInputs ResolveKnobs(const FitSpec& spec, const ModelSpec& model,
                           std::vector<std::string>& defaulted) {
@@ -235,6 +230,10 @@ ValueOrigin OriginFor(const FitSpec& spec, MemoryField field) {
 }
 
 }  // namespace
+
+DType DefaultKvDType(const ModelSpec& m) {
+  return BitsPerElement(m.native_dtype) >= 16 ? m.native_dtype : DType::kBf16;
+}
 
 ValueOrigin ValueOrigin::Flag(std::string flag) { return ValueOrigin{SourceLocation{}, std::move(flag)}; }
 

@@ -323,7 +323,8 @@ PhaseRanking RankPhase(const std::vector<FeasibleLayout>& f, bool decode, double
 
 }  // namespace
 
-Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster& cluster) {
+Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster& cluster,
+                                     const LayoutProgressFn& progress) {
   FP_RETURN_IF_ERROR(ValidateRequest(request));
   Expected<std::unique_ptr<RuntimeSupport>> runtime = MakeRuntimeSupport(request.runtime);
   if (!runtime.ok()) return FlagError("--runtime", runtime.status().message());
@@ -335,12 +336,18 @@ Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster
         fmt::format("microbatches {} apply to pp > 1 only; pp 1 layouts run 1", request.microbatches));
   }
   const Evaluator eval(request, cluster, **runtime);
-  for (const GpuClass& k : ClassesOf(cluster)) {
-    for (const int64_t tp : TpCandidates(request, k)) {
-      for (const int64_t pp : PpCandidates(request, k, tp)) {
-        for (const int64_t ep : EpCandidates(request, tp)) eval.Evaluate(k, Parallelism{tp, pp, ep}, out);
+  const std::vector<GpuClass> classes = ClassesOf(cluster);
+  std::vector<std::pair<size_t, Parallelism>> candidates;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    for (const int64_t tp : TpCandidates(request, classes[c])) {
+      for (const int64_t pp : PpCandidates(request, classes[c], tp)) {
+        for (const int64_t ep : EpCandidates(request, tp)) candidates.emplace_back(c, Parallelism{tp, pp, ep});
       }
     }
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    eval.Evaluate(classes[candidates[i].first], candidates[i].second, out);
+    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(candidates.size()));
   }
   // Feasible layouts in decode order; both rankings index that order.
   const std::vector<size_t> decode_order = Rank(out.feasible, /*decode=*/true);

@@ -3,6 +3,7 @@
 // (D2, D3). One test per defect, named after it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -102,6 +103,18 @@ TEST(Hardening, M2_TraceVerbsDrawProgressAndQuietSilencesIt) {
   }
 }
 
+TEST(Hardening, M2_LayoutDrawsProgressOverItsCandidates) {
+  const CliRun r = testing::RunFleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "2x8xh100-sxm-80g"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string last = Lines(r.err).back();
+  EXPECT_EQ(last.rfind("layout [########################] ", 0), 0u) << r.err;
+  EXPECT_NE(last.find(" layouts 100% in "), std::string::npos) << r.err;
+  const CliRun quiet =
+      testing::RunFleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "2x8xh100-sxm-80g", "--quiet"});
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_EQ(quiet.out, r.out);
+}
+
 TEST(Hardening, M2_AFailedRunPrintsItsErrorNotAProgressLine) {
   const std::string bad = Temp("m2-bad.jsonl", "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": \"x\", \"hash_ids\": [1]}\n");
   const CliRun r = testing::RunFleetplan({"trace", "stats", bad, "--format", "mooncake"});
@@ -161,6 +174,97 @@ TEST(Hardening, D3_FitListsAUserCatalogOverridingABuiltInModel) {
             std::string::npos)
       << j["derived"].dump();
   EXPECT_NE(r.out.find("262144"), std::string::npos);  // the override's context is the one checked
+}
+
+// The small scenario with `section` (one engine key) in its engine, replacing its own.
+std::string WithEngine(const std::string& section) {
+  std::string text = Scenario("2/s", "5s", 8);
+  const std::string key = section.substr(0, section.find(':'));
+  if (const size_t at = text.find(key + ":"); at != std::string::npos) text.erase(at, text.find('\n', at) - at + 1);
+  text.replace(text.find("engine:\n"), 8, "engine:\n" + section);
+  return text;
+}
+
+// The keys the reader accepts in a section (from its unknown-key error).
+std::vector<std::string> ValidKeysOf(const std::string& engine_yaml) {
+  const std::string text = WithEngine(engine_yaml);
+  const CliRun r = testing::RunFleetplan({"simulate", Temp("d1-probe.yaml", text), "--quiet", "--out",
+                                          ::testing::TempDir() + "d1"});
+  const size_t at = r.err.find("(valid: ");
+  EXPECT_NE(at, std::string::npos) << r.err;
+  std::vector<std::string> keys;
+  std::string list = r.err.substr(at + 8, r.err.find(')', at) - at - 8);
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(", ", start), list.size());
+    keys.push_back(list.substr(start, comma - start));
+    start = comma + 2;
+  }
+  return keys;
+}
+
+Json NotesOf(const std::string& engine_yaml) {
+  const std::string text = WithEngine(engine_yaml);
+  const CliRun r = testing::RunFleetplan({"simulate", Temp("d1.yaml", text), "--quiet", "--json", "--out",
+                                          ::testing::TempDir() + "d1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? Json::parse(r.out)["notes"] : Json::array();
+}
+
+TEST(Hardening, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
+  // Each section written with only what it requires; every other key the reader accepts
+  // must then be listed in notes with the value filled in.
+  struct Case {
+    std::string probe;    // the section with an unknown key, to learn the valid ones
+    std::string minimal;  // the section with only its required keys
+    std::string path;     // the section's key path
+    std::vector<std::string> required;
+  };
+  const std::vector<Case> cases = {
+      {"  step_model: {kind: roofline, bogus: 1}\n", "  step_model: {kind: roofline}\n", "engine.step_model", {"kind"}},
+      {"  cuda_graphs: {buckets: [1, 8], bogus: 1}\n", "  cuda_graphs: {buckets: [1, 8]}\n", "engine.cuda_graphs",
+       {"buckets"}},
+  };
+  for (const Case& c : cases) {
+    const std::string notes = NotesOf(c.minimal).dump();
+    for (const std::string& key : ValidKeysOf(c.probe)) {
+      if (std::find(c.required.begin(), c.required.end(), key) != c.required.end()) continue;
+      EXPECT_NE(notes.find(c.path + "." + key + ": "), std::string::npos) << c.path << "." << key << " not in " << notes;
+    }
+  }
+  // With no step_model at all, the roofline and each of its defaults are listed.
+  std::string text = Scenario("2/s", "5s", 8);
+  const size_t at = text.find("  step_model:");
+  text.erase(at, text.find('\n', at) - at + 1);
+  const CliRun r = testing::RunFleetplan({"simulate", Temp("d1-none.yaml", text), "--quiet", "--json", "--out",
+                                          ::testing::TempDir() + "d1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string notes = Json::parse(r.out)["notes"].dump();
+  for (const char* note : {"engine.step_model: roofline (not given)", "engine.step_model.compute_efficiency: ",
+                           "engine.step_model.attention_efficiency: ", "engine.step_model.memory_efficiency: "}) {
+    EXPECT_NE(notes.find(note), std::string::npos) << note << " not in " << notes;
+  }
+}
+
+TEST(Hardening, D4_LayoutUsesTheCheckpointsFormatsAndListsItsDefaults) {
+  const CliRun r = testing::RunFleetplan({"layout", "--model", "deepseek-v3", "--cluster", "2x8xh200-141g", "--json"});
+  ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["inputs"]["weight_dtype"], "fp8");  // deepseek-v3 ships fp8 weights
+  EXPECT_EQ(j["inputs"]["kv_dtype"], "bf16");     // narrower than 16 bits: KV in bf16
+  const std::string derived = j["derived"].dump();
+  for (const char* note : {"weight_dtype fp8: the checkpoint's (--weight-dtype not given)",
+                           "kv_dtype bf16: the activation format, as fit (--kv-dtype not given)",
+                           "gpu_memory_utilization 0.9: default, as fit", "runtime vllm: default",
+                           "all-reduce ring: default", "microbatches 1: default", "batch 64: default"}) {
+    EXPECT_NE(derived.find(note), std::string::npos) << note << " not in " << derived;
+  }
+  // fit's defaults are the same formats.
+  const CliRun fit = testing::RunFleetplan({"fit", "--model", "deepseek-v3", "--gpu", "h200-141g", "--tp", "8",
+                                            "--pp", "2", "--context", "8192", "--json"});
+  ASSERT_TRUE(fit.code == 0 || fit.code == 1) << fit.err;
+  const std::string fit_derived = Json::parse(fit.out)["derived"].dump();
+  EXPECT_NE(fit_derived.find("weight_dtype fp8 (the checkpoint's)"), std::string::npos) << fit_derived;
+  EXPECT_NE(fit_derived.find("kv_dtype bf16"), std::string::npos) << fit_derived;
 }
 
 }  // namespace

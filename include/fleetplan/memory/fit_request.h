@@ -99,4 +99,9 @@ struct ResolvedFit {
 // every error is located at the origin of the value at fault.
 Expected<ResolvedFit> ResolveFitSpec(const FitSpec& spec, const Catalog& catalog);
 
+// Default formats (fit, layout and scenarios agree): the checkpoint's own for weights
+// (`native_dtype`); KV in the activation format, i.e. the checkpoint's when it is 16 bits
+// or wider, else bf16 (vLLM's kv_cache_dtype "auto").
+DType DefaultKvDType(const ModelSpec& m);
+
 }  // namespace fleetplan

@@ -48,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -160,6 +161,11 @@ struct LayoutResult {
 // context, prefill_tokens, microbatches < 1; context above the model's max_context;
 // microbatches above the batch or the prefill tokens; an unknown runtime; close_call_share
 // outside [0, 1). "Nothing fits" is not an error: feasible is empty and rejected says why.
-Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster& cluster);
+// `progress`, when set, is called after each candidate layout is evaluated with
+// (candidates done, candidates in all): evaluation packs replicas onto every node, so a
+// large cluster takes seconds.
+using LayoutProgressFn = std::function<void(int64_t done, int64_t total)>;
+Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster& cluster,
+                                     const LayoutProgressFn& progress = {});
 
 }  // namespace fleetplan
