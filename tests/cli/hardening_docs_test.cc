@@ -188,7 +188,7 @@ std::string RunExample(const Block& block, const fs::path& dir, const std::strin
                      r.code, r.err, Slurp(path));
 }
 
-TEST(Hardening, D12_EveryYamlExampleInTheDocsRuns) {
+TEST(HardeningDocs, D12_EveryYamlExampleInTheDocsRuns) {
   int ran = 0;
   for (const fs::path& doc : DocFiles()) {
     const std::vector<Block> blocks = Blocks(Slurp(doc));
@@ -230,7 +230,7 @@ TEST(Hardening, D12_EveryYamlExampleInTheDocsRuns) {
 }
 
 // Every `--json` prints the one canonical form: sorted keys, 2-space indent, a newline.
-TEST(Hardening, D6_EveryJsonOutputIsCanonicalAndIndented) {
+TEST(HardeningDocs, D6_EveryJsonOutputIsCanonicalAndIndented) {
   const std::string dir = ::testing::TempDir();
   const std::string scenario = Temp("d6-scenario.yaml", Emit(BaseScenario()));
   const std::string trace = dir + "d6-trace.jsonl";
@@ -277,7 +277,7 @@ std::vector<std::string> ValidKeys(const std::string& workload_yaml) {
   return keys;
 }
 
-TEST(Hardening, D5_WorkloadPageNamesEveryKeyTheReaderAccepts) {
+TEST(HardeningDocs, D5_WorkloadPageNamesEveryKeyTheReaderAccepts) {
   const std::string page = Slurp(fs::path(FLEETPLAN_SOURCE_DIR) / "docs" / "workload.md");
   const std::string cls = "{share: 1, prompt: [{segment: unique, tokens: 10}], output_tokens: 5";
   const std::vector<std::string> probes = {
@@ -313,7 +313,7 @@ TEST(Hardening, D5_WorkloadPageNamesEveryKeyTheReaderAccepts) {
   }
 }
 
-TEST(Hardening, D9_DocsNameNoFileOutsideTheRepository) {
+TEST(HardeningDocs, D9_DocsNameNoFileOutsideTheRepository) {
   // The public data sets are documented as living at $FLEETPLAN_SHARED_DATA (by default
   // ../shared/data beside the checkout, README.md); nothing else outside the repository
   // may be named, nor a path of one machine (scratch output folders under /tmp are the
@@ -330,7 +330,7 @@ TEST(Hardening, D9_DocsNameNoFileOutsideTheRepository) {
   }
 }
 
-TEST(Hardening, D7_ValidateTextShowsTheQueueItsHelpPromises) {
+TEST(HardeningDocs, D7_ValidateTextShowsTheQueueItsHelpPromises) {
   FP_REQUIRE_SHARED_DATA();
   const std::string run = fleetplan::testing::SharedPath("profiles/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B");
   const CliRun r = testing::RunFleetplan({"validate", run});

@@ -68,7 +68,7 @@ constexpr const char* kLinkCatalog =
     "links:\n"
     "  lab-22g: {description: a 22 GiB/s KV-transfer fabric, kind: roce, bandwidth: 22GiB/s, latency: 5us}\n";
 
-TEST(Hardening, M3_DashReadsTheScenarioFromStdin) {
+TEST(HardeningInputs, M3_DashReadsTheScenarioFromStdin) {
   const std::string scenario = Temp("stdin-scenario.yaml", PoolsScenario("", "ib-ndr-400"));
   const std::string out_dir = ::testing::TempDir() + "stdin-out";
   const auto [code, out] = RunWithStdin(fmt::format("simulate - --quiet --json --out '{}'", out_dir), scenario);
@@ -82,7 +82,7 @@ TEST(Hardening, M3_DashReadsTheScenarioFromStdin) {
   EXPECT_EQ(Json::parse(file.out)["inputs_digest"], j["inputs_digest"]);
 }
 
-TEST(Hardening, M3_DashReadsTheScenarioFromStdinForFitAndTraceGen) {
+TEST(HardeningInputs, M3_DashReadsTheScenarioFromStdinForFitAndTraceGen) {
   const std::string scenario = Temp("stdin-scenario.yaml", PoolsScenario("", "ib-ndr-400"));
   const auto [fit_code, fit_out] = RunWithStdin("fit --scenario - --pool decode --context 4096 --json", scenario);
   EXPECT_EQ(fit_code, 0) << fit_out;
@@ -93,7 +93,7 @@ TEST(Hardening, M3_DashReadsTheScenarioFromStdinForFitAndTraceGen) {
   EXPECT_NE(gen_out.find("wrote 40 requests"), std::string::npos) << gen_out;
 }
 
-TEST(Hardening, M3_ErrorsInAStdinScenarioNameStdin) {
+TEST(HardeningInputs, M3_ErrorsInAStdinScenarioNameStdin) {
   const std::string scenario = Temp("stdin-bad.yaml", "version: 1\nmodel: {name: llama-3.1-8b}\nhardwre: {}\n");
   const std::string err = ::testing::TempDir() + "stdin-bad.err";
   const std::string cmd = fmt::format("'{}' simulate - --quiet < '{}' 2> '{}' > /dev/null", FLEETPLAN_BINARY, scenario, err);
@@ -102,7 +102,7 @@ TEST(Hardening, M3_ErrorsInAStdinScenarioNameStdin) {
   EXPECT_EQ(Slurp(err).rfind("<stdin>:3:1: ", 0), 0u) << Slurp(err);
 }
 
-TEST(Hardening, M4_ScenarioCatalogKeyDefinesAKvTransferLink) {
+TEST(HardeningInputs, M4_ScenarioCatalogKeyDefinesAKvTransferLink) {
   Temp("catalog-22g.yaml", kLinkCatalog);
   const std::string fast = Temp("pools-fast.yaml", PoolsScenario("", "ib-ndr-400"));
   const std::string slow = Temp("pools-22g.yaml", PoolsScenario("catalog: catalog-22g.yaml\n", "lab-22g"));
@@ -126,7 +126,7 @@ TEST(Hardening, M4_ScenarioCatalogKeyDefinesAKvTransferLink) {
   EXPECT_FALSE(fj["inputs"].contains("catalogs"));
 }
 
-TEST(Hardening, M4_CatalogFlagOnSimulateFitAndTraceGen) {
+TEST(HardeningInputs, M4_CatalogFlagOnSimulateFitAndTraceGen) {
   const std::string catalog = Temp("catalog-flag.yaml", kLinkCatalog);
   const std::string scenario = Temp("pools-flag.yaml", PoolsScenario("", "lab-22g"));
   // Without the catalog the link is unknown; with --catalog it resolves.
@@ -153,7 +153,7 @@ TEST(Hardening, M4_CatalogFlagOnSimulateFitAndTraceGen) {
   (void)model_catalog;
 }
 
-TEST(Hardening, M4_MissingScenarioCatalogIsLocatedAtTheKey) {
+TEST(HardeningInputs, M4_MissingScenarioCatalogIsLocatedAtTheKey) {
   const std::string scenario = Temp("pools-missing-catalog.yaml", PoolsScenario("catalog: nowhere.yaml\n", "lab-22g"));
   const CliRun r = testing::RunFleetplan({"simulate", scenario, "--quiet"});
   EXPECT_EQ(r.code, 3);

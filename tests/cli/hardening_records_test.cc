@@ -32,7 +32,7 @@ std::string Record(const std::string& id_json, double arrival_s, double ttft_s, 
       ok ? fmt::format("{}", arrival_s + e2e_s) : "null", status, ok ? 11 : 0);
 }
 
-TEST(Hardening, S15_ReportAcceptsStringRequestIds) {
+TEST(HardeningRecords, S15_ReportAcceptsStringRequestIds) {
   const std::string records =
       Temp("string-ids.jsonl", Record("\"r-17\"", 0, 0.1, 1) + Record("\"chatcmpl-9f2c\"", 0.5, 0.1, 1) +
                                    Record("3", 1, 0.1, 1));
@@ -43,7 +43,7 @@ TEST(Hardening, S15_ReportAcceptsStringRequestIds) {
   EXPECT_EQ(j["inputs"]["records"]["format"], "fleetplan");
 }
 
-TEST(Hardening, S15_DuplicateStringIdIsALocatedError) {
+TEST(HardeningRecords, S15_DuplicateStringIdIsALocatedError) {
   const std::string records =
       Temp("dup-ids.jsonl", Record("\"r-17\"", 0, 0.1, 1) + Record("\"r-18\"", 0.5, 0.1, 1) +
                                 Record("\"r-17\"", 1, 0.1, 1));
@@ -53,14 +53,14 @@ TEST(Hardening, S15_DuplicateStringIdIsALocatedError) {
             records + ":3:7: id: duplicate id \"r-17\" (first used on line 1)");
 }
 
-TEST(Hardening, S15_StringAndIntegerSpellingOfOneIdAreOneId) {
+TEST(HardeningRecords, S15_StringAndIntegerSpellingOfOneIdAreOneId) {
   const std::string records = Temp("mixed-ids.jsonl", Record("17", 0, 0.1, 1) + Record("\"17\"", 1, 0.1, 1));
   const CliRun r = testing::RunFleetplan({"report", "--records", records});
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find(":2:7: id: duplicate id \"17\" (first used on line 1)"), std::string::npos) << r.err;
 }
 
-TEST(Hardening, S15_EmptyOrNonScalarIdIsRejected) {
+TEST(HardeningRecords, S15_EmptyOrNonScalarIdIsRejected) {
   for (const char* id : {"\"\"", "1.5", "-1", "[1]", "null"}) {
     const std::string records = Temp("bad-id.jsonl", Record(id, 0, 0.1, 1));
     const CliRun r = testing::RunFleetplan({"report", "--records", records, "--format", "fleetplan"});
@@ -89,7 +89,7 @@ std::string WorkedExampleRecords() {
   return text;
 }
 
-TEST(Hardening, B17_WindowCountsTheArrivalCohort) {
+TEST(HardeningRecords, B17_WindowCountsTheArrivalCohort) {
   const std::string records = Temp("worked.jsonl", WorkedExampleRecords());
   const std::string slo = Temp("worked-slo.yaml", "default: {ttft: 500ms}\n");
   const CliRun r = testing::RunFleetplan({"report", "--records", records, "--slo", slo, "--window", "12.5s", "--json"});
@@ -105,7 +105,7 @@ TEST(Hardening, B17_WindowCountsTheArrivalCohort) {
   EXPECT_EQ(j["window"]["duration_s"], 12.5);
 }
 
-TEST(Hardening, B17_WindowByFinishCountsOnlyWhatFinishedInside) {
+TEST(HardeningRecords, B17_WindowByFinishCountsOnlyWhatFinishedInside) {
   const std::string records = Temp("worked.jsonl", WorkedExampleRecords());
   const std::string slo = Temp("worked-slo.yaml", "default: {ttft: 500ms}\n");
   const CliRun r = testing::RunFleetplan(
@@ -118,7 +118,7 @@ TEST(Hardening, B17_WindowByFinishCountsOnlyWhatFinishedInside) {
   EXPECT_EQ(j["window"]["by"], "finish");
 }
 
-TEST(Hardening, B17_ReportTextSaysWhichRequestsTheWindowCounts) {
+TEST(HardeningRecords, B17_ReportTextSaysWhichRequestsTheWindowCounts) {
   const std::string records = Temp("worked.jsonl", WorkedExampleRecords());
   const CliRun arrival = testing::RunFleetplan({"report", "--records", records, "--window", "12.5s"});
   ASSERT_EQ(arrival.code, 0) << arrival.err;

@@ -58,7 +58,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-TEST(Hardening, M2_SimulateProgressCountsSimulatedTimeAndEndsWithTheFinalState) {
+TEST(HardeningRuns, M2_SimulateProgressCountsSimulatedTimeAndEndsWithTheFinalState) {
   const std::string path = Temp("m2.yaml", Scenario("4/s", "20s"));
   const CliRun r = testing::RunFleetplan({"simulate", path, "--json", "--out", ::testing::TempDir() + "m2-out"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -79,7 +79,7 @@ TEST(Hardening, M2_SimulateProgressCountsSimulatedTimeAndEndsWithTheFinalState) 
   EXPECT_EQ(quiet.out, r.out);  // progress never reaches the results
 }
 
-TEST(Hardening, M2_TraceVerbsDrawProgressAndQuietSilencesIt) {
+TEST(HardeningRuns, M2_TraceVerbsDrawProgressAndQuietSilencesIt) {
   const std::string path = Temp("m2-trace.yaml", Scenario("4/s", "20s"));
   const std::string trace = ::testing::TempDir() + "m2.jsonl";
   const CliRun gen = testing::RunFleetplan({"trace", "gen", path, "-o", trace});
@@ -103,7 +103,7 @@ TEST(Hardening, M2_TraceVerbsDrawProgressAndQuietSilencesIt) {
   }
 }
 
-TEST(Hardening, M2_LayoutDrawsProgressOverItsCandidates) {
+TEST(HardeningRuns, M2_LayoutDrawsProgressOverItsCandidates) {
   const CliRun r = testing::RunFleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "2x8xh100-sxm-80g"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string last = Lines(r.err).back();
@@ -115,14 +115,14 @@ TEST(Hardening, M2_LayoutDrawsProgressOverItsCandidates) {
   EXPECT_EQ(quiet.out, r.out);
 }
 
-TEST(Hardening, M2_AFailedRunPrintsItsErrorNotAProgressLine) {
+TEST(HardeningRuns, M2_AFailedRunPrintsItsErrorNotAProgressLine) {
   const std::string bad = Temp("m2-bad.jsonl", "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": \"x\", \"hash_ids\": [1]}\n");
   const CliRun r = testing::RunFleetplan({"trace", "stats", bad, "--format", "mooncake"});
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err.rfind(bad + ":1:", 0), 0u) << r.err;
 }
 
-TEST(Hardening, D11_SimulateSaysWhenTheFleetIsOverCapacity) {
+TEST(HardeningRuns, D11_SimulateSaysWhenTheFleetIsOverCapacity) {
   // One replica at 40 requests/s of 1,000-token prompts cannot keep up: in flight grows.
   const CliRun over = testing::RunFleetplan({"simulate", Temp("d11-over.yaml", Scenario("40/s", "30s")), "--quiet",
                                              "--out", ::testing::TempDir() + "d11-a"});
@@ -135,7 +135,7 @@ TEST(Hardening, D11_SimulateSaysWhenTheFleetIsOverCapacity) {
   EXPECT_EQ(fine.out.find("over capacity"), std::string::npos) << fine.out;
 }
 
-TEST(Hardening, D10_SimulateAndFitGiveTheSameVerdictOnAScenario) {
+TEST(HardeningRuns, D10_SimulateAndFitGiveTheSameVerdictOnAScenario) {
   // max_running 512 sequences of 8,192 tokens do not fit one H100's KV; fit says so (exit
   // 1) and so does simulate's summary, while it still runs.
   const std::string path = Temp("d10.yaml", Scenario("2/s", "10s", 512));
@@ -152,7 +152,7 @@ TEST(Hardening, D10_SimulateAndFitGiveTheSameVerdictOnAScenario) {
   EXPECT_EQ(fits.out.find("does not fit"), std::string::npos) << fits.out;
 }
 
-TEST(Hardening, D2_FitDerivedListsFlagOverrides) {
+TEST(HardeningRuns, D2_FitDerivedListsFlagOverrides) {
   const std::string path = Temp("d2.yaml", Scenario("2/s", "10s", 8));
   const CliRun r = testing::RunFleetplan({"fit", "--scenario", path, "--tp", "2", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -162,7 +162,7 @@ TEST(Hardening, D2_FitDerivedListsFlagOverrides) {
       << j["derived"].dump();
 }
 
-TEST(Hardening, D3_FitListsAUserCatalogOverridingABuiltInModel) {
+TEST(HardeningRuns, D3_FitListsAUserCatalogOverridingABuiltInModel) {
   const std::string catalog = Temp("d3-long-llama.yaml",
                                    "models:\n  llama-3.1-8b: {layers: 32, hidden: 4096, heads: 32, kv_heads: 8, "
                                    "head_dim: 128, intermediate: 14336, vocab: 128256, max_context: 262144}\n");
@@ -210,7 +210,7 @@ Json NotesOf(const std::string& engine_yaml) {
   return r.code == 0 ? Json::parse(r.out)["notes"] : Json::array();
 }
 
-TEST(Hardening, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
+TEST(HardeningRuns, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
   // Each section written with only what it requires; every other key the reader accepts
   // must then be listed in notes with the value filled in.
   struct Case {
@@ -245,7 +245,7 @@ TEST(Hardening, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
   }
 }
 
-TEST(Hardening, D4_LayoutUsesTheCheckpointsFormatsAndListsItsDefaults) {
+TEST(HardeningRuns, D4_LayoutUsesTheCheckpointsFormatsAndListsItsDefaults) {
   const CliRun r = testing::RunFleetplan({"layout", "--model", "deepseek-v3", "--cluster", "2x8xh200-141g", "--json"});
   ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
   const Json j = Json::parse(r.out);
