@@ -22,7 +22,7 @@ constexpr const char* kFooter =
 
 }  // namespace
 
-int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{kDescription, "fleetplan"};
   app.footer(kFooter);
   app.require_subcommand(1);
@@ -46,38 +46,37 @@ int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     out << app.help();
-    return 0;
+    return Status::Ok();
   } catch (const CLI::CallForAllHelp& e) {
     out << app.help("", CLI::AppFormatMode::All);
-    return 0;
+    return Status::Ok();
   } catch (const CLI::CallForVersion& e) {
     out << e.what() << "\n";
-    return 0;
+    return Status::Ok();
   } catch (const CLI::ParseError& e) {
     // Help for a subcommand arrives here too (as a success-coded error).
     if (e.get_exit_code() == 0) {
       app.exit(e, out, err);
-      return 0;
+      return Status::Ok();
     }
-    err << "fleetplan: " << e.what() << "\n";
-    err << "Run `fleetplan --help` (or `fleetplan VERB --help`) for usage.\n";
-    return static_cast<int>(StatusCode::kUsage);
+    return UsageError(std::string("fleetplan: ") + e.what() +
+                      "\nRun `fleetplan --help` (or `fleetplan VERB --help`) for usage.\n");
   }
-  if (!action) {
-    err << "fleetplan: no action for this command\n";
-    return static_cast<int>(StatusCode::kUsage);
-  }
+  if (!action) return UsageError("fleetplan: no action for this command\n");
   try {
-    Status status = action(out, err);
-    if (!status.ok()) {
-      err << status.message();
-      if (status.message().empty() || status.message().back() != '\n') err << "\n";
-    }
-    return status.exit_code();
+    return action(out, err);
   } catch (const std::exception& e) {
-    err << "fleetplan internal error: " << e.what() << "\n";
-    return static_cast<int>(StatusCode::kInternal);
+    return InternalError(std::string("fleetplan internal error: ") + e.what() + "\n");
   }
+}
+
+int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  const Status status = Run(argc, argv, out, err);
+  if (!status.ok()) {
+    err << status.message();
+    if (status.message().empty() || status.message().back() != '\n') err << "\n";
+  }
+  return status.exit_code();
 }
 
 }  // namespace fleetplan::cli

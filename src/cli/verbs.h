@@ -30,7 +30,11 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action);
 void RegisterGateVerb(CLI::App& app, VerbAction& action);
 void RegisterServeVerb(CLI::App& app, VerbAction& action);
 
-// Runs the command line; returns the process exit code.
+// Parses and runs one command line and returns the verb's Status (its code is the exit
+// code) without printing it; --help and --version print to `out` and return Ok. The
+// Python module runs fit and layout this way.
+Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+// Run, then the error's message on `err`; returns the process exit code.
 int Main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace fleetplan::cli

@@ -142,7 +142,8 @@ std::string FormatLocatedError(const SourceLocation& where, std::string_view pat
 }
 
 Status LocatedError(const SourceLocation& where, std::string_view path, std::string_view message) {
-  return InvalidInput(FormatLocatedError(where, path, message));
+  return Status(StatusCode::kInvalidInput, FormatLocatedError(where, path, message),
+                ErrorOrigin{where.file, where.line, where.column, std::string(path), std::string(message)});
 }
 
 std::string QuoteValue(std::string_view text) {

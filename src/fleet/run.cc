@@ -88,6 +88,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
   void SetTimeline(TimelineWriter* t) { timeline_ = t; }
   void SetSimulation(Simulation* sim) { sim_ = sim; }
   void SetStopWhen(const std::function<bool(const RequestRecord&)>* stop_when) { stop_when_ = stop_when; }
+  void SetOnRecord(const std::function<void(const RequestRecord&)>* on_record) { on_record_ = on_record; }
 
   void OnRequestDone(const RequestOutcome& o) override {
     RequestRecord r = ToRequestRecord(o);
@@ -98,6 +99,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
     }
     builder_->Add(r);
     load_.Add(r);
+    if (on_record_ != nullptr && *on_record_) (*on_record_)(r);
     if (stop_when_ != nullptr && *stop_when_ && (*stop_when_)(r) && sim_ != nullptr) {
       sim_->RequestStop();
     }
@@ -141,6 +143,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
   Simulation* sim_ = nullptr;
   const std::function<bool(const RequestRecord&)>* stop_when_ = nullptr;
   LoadTrace load_;
+  const std::function<void(const RequestRecord&)>* on_record_ = nullptr;
 };
 
 Json MemoryJson(const FleetPlan& plan) {
@@ -358,6 +361,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
                                                                    /*open_classes=*/false));
 
   RunSink sink(&builder, source.get());
+  sink.SetOnRecord(&opt.on_record);
   std::vector<std::string> files;
   std::vector<std::string> removed;
   const std::string dir = opt.out_dir.value_or(plan.output.dir);
@@ -476,6 +480,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   result.files = std::move(files);
   result.out_dir = opt.write_files ? dir : std::string();
   result.timeseries = std::move(series);
+  result.names = source->names();
   result.requests = sim->requests_done();
   result.events = sim->events();
   result.simulated_end = sim->end_time();

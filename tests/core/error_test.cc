@@ -21,6 +21,23 @@ TEST(FormatLocatedErrorTest, FullFormWithSnippetAndCaret) {
             "      |             ^\n");
 }
 
+TEST(LocatedErrorTest, CarriesItsPartsAsTheOrigin) {
+  const SourceLocation where{"scenario.yaml", 14, 13, "    policy: decode_frist"};
+  const Status s = LocatedError(where, "engine.scheduler.policy", "unknown value 'decode_frist'");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(s.message(), FormatLocatedError(where, "engine.scheduler.policy", "unknown value 'decode_frist'"));
+  ASSERT_NE(s.origin(), nullptr);
+  EXPECT_EQ(s.origin()->file, "scenario.yaml");
+  EXPECT_EQ(s.origin()->line, 14);
+  EXPECT_EQ(s.origin()->column, 13);
+  EXPECT_EQ(s.origin()->path, "engine.scheduler.policy");
+  EXPECT_EQ(s.origin()->message, "unknown value 'decode_frist'");
+  // A copy shares it; a Status built from the text alone has none.
+  const Status copy = s;
+  EXPECT_EQ(copy.origin(), s.origin());
+  EXPECT_EQ(InvalidInput(s.message()).origin(), nullptr);
+}
+
 TEST(FormatLocatedErrorTest, NoFileStartsAtThePath) {
   const SourceLocation where{"", 3, 5, "a: bcd"};
   EXPECT_EQ(FormatLocatedError(where, "x.y", "bad"),

@@ -44,7 +44,7 @@ inline constexpr int kMaxSnippetChars = 160;
 std::string FormatLocatedError(const SourceLocation& where, std::string_view path,
                                std::string_view message);
 
-// A Status(kInvalidInput) carrying FormatLocatedError(...).
+// A Status(kInvalidInput) carrying FormatLocatedError(...) and, as its origin(), the parts.
 Status LocatedError(const SourceLocation& where, std::string_view path, std::string_view message);
 
 // A value as messages quote it: "'abc'". Control characters are escaped ("\n", "\x01")

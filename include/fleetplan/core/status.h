@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -25,20 +26,37 @@ enum class StatusCode : int {
   kInternal = 70,     // a bug: an invariant broke
 };
 
+// The parts of a located error (core/error.h LocatedError), kept beside its formatted
+// message for shells that present errors their own way (the Python module's InputError).
+// Unknown parts are empty or 0, as in SourceLocation.
+struct ErrorOrigin {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string path;     // the field path ("engine.scheduler.policy") or flag ("--tp")
+  std::string message;  // the message alone, without location, path or snippet
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, ErrorOrigin origin)
+      : code_(code), message_(std::move(message)), origin_(std::make_shared<const ErrorOrigin>(std::move(origin))) {}
   static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   int exit_code() const { return static_cast<int>(code_); }
   const std::string& message() const { return message_; }
+  // Where a located error points; null for an unlocated Status (and for one whose message
+  // a caller rewrote: a new Status carries no origin).
+  const ErrorOrigin* origin() const { return origin_.get(); }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::shared_ptr<const ErrorOrigin> origin_;  // shared: a Status is copied along error paths
 };
 
 inline Status InvalidInput(std::string message) {

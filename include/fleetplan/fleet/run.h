@@ -25,6 +25,7 @@
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/fleet/timeseries.h"
+#include "fleetplan/metrics/record.h"
 #include "fleetplan/metrics/report.h"
 
 namespace fleetplan {
@@ -46,6 +47,10 @@ struct RunOptions {
   // covers the requests ended so far; the others are left where they are. A search uses
   // it to end a probe whose verdict can no longer change.
   std::function<bool(const RequestRecord&)> stop_when;
+  // Called with every request's record as the request ends, in the order requests.jsonl
+  // lists them, whether or not files are written (the Python module keeps them this way).
+  // Classes and tenants are handles into RunResult::names.
+  std::function<void(const RequestRecord&)> on_record;
 };
 
 // One replica at the end of a run.
@@ -74,6 +79,7 @@ struct RunResult {
   Json report;                        // what report.json holds
   std::string summary;                // the human table
   std::vector<std::string> files;     // written, in order
+  WorkloadNames names;                // what records' class and tenant handles name
   int64_t requests = 0;
   uint64_t events = 0;
   SimTime simulated_end;
