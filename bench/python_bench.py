@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Python module benchmarks (docs/PERFORMANCE.md, "Python module").
+
+1. fleetplan.simulate on the built-in Atlas scenario against `fleetplan simulate` (the
+   CLI, a fresh process each run): wall time per run, interleaved, ROUNDS rounds. The CLI
+   is timed twice: with the scenario's outputs (report.json, requests.jsonl, timeline.json)
+   and with --no-requests --no-timeline (report.json only); the module writes nothing and
+   keeps every record in memory.
+2. Converting the records of one run to numpy (SimulationResult.records): a run of
+   bench/scenarios/fleet-16replica.yaml stopped after --records requests (1,000,000 by
+   default), then the conversion timed REPEAT times on fresh results of that run.
+
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/python_bench.py \
+        --fleetplan build/release/fleetplan [--rounds 5] [--records 1000000]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import fleetplan
+from fleetplan._records import RecordColumns
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def bench_simulate(binary, rounds):
+    atlas = fleetplan.Scenario.atlas()
+    times = {"module": [], "cli (all outputs)": [], "cli (report only)": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        cli_all = [binary, "simulate", "--quiet", "--out", out]
+        cli_report = cli_all + ["--no-requests", "--no-timeline"]
+        for _ in range(rounds):
+            times["module"].append(timed(lambda: fleetplan.simulate(atlas))[0])
+            times["cli (all outputs)"].append(timed(lambda: subprocess.run(cli_all, check=True))[0])
+            times["cli (report only)"].append(timed(lambda: subprocess.run(cli_report, check=True))[0])
+    requests = fleetplan.simulate(atlas).report["simulation"]["requests"]
+    print("Atlas (%d requests), %d rounds, wall seconds per run:" % (requests, rounds))
+    for name, t in times.items():
+        print("  %-20s median %.3f  min %.3f  max %.3f" % (name, statistics.median(t), min(t), max(t)))
+    base = statistics.median(times["cli (report only)"])
+    print("  module / cli (report only): %.3f (median), %.3f (min)"
+          % (statistics.median(times["module"]) / base, min(times["module"]) / min(times["cli (report only)"])))
+
+
+def bench_records(records, repeat):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios", "fleet-16replica.yaml")
+    t, r = timed(lambda: fleetplan.simulate(path, requests=records))
+    n = len(r._columns)
+    print("records: %d from %s in %.1f s (simulation, not counted)" % (n, os.path.basename(path), t))
+    conversions = []
+    for _ in range(repeat):
+        fresh = RecordColumns(r._columns._columns, r._columns.classes, r._columns.tenants)
+        conversions.append(timed(fresh.to_numpy)[0])
+    print("  to numpy: median %.3f s  min %.3f s  max %.3f s  (%d runs; %.0f ns per record)"
+          % (statistics.median(conversions), min(conversions), max(conversions), repeat,
+             1e9 * statistics.median(conversions) / n))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--fleetplan", required=True, help="the fleetplan binary of the same build")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--skip-simulate", action="store_true")
+    args = p.parse_args()
+    if not args.skip_simulate:
+        bench_simulate(args.fleetplan, args.rounds)
+    bench_records(args.records, args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

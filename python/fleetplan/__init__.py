@@ -1,0 +1,157 @@
+"""fleetplan: a deterministic planner and discrete-event simulator for LLM inference
+platforms, from Python (docs/python.md).
+
+    import fleetplan
+    r = fleetplan.simulate(fleetplan.Scenario.atlas(), duration="2m")
+    r.report["classes"]["interactive"]      # report.json, as a dict
+    r.records["finish_s"] - r.records["arrival_s"]   # E2E per request (numpy)
+    fleetplan.fit(model="atlas-70b", gpu="h100-sxm-80g", tp=4)
+
+The functions mirror the CLI's verbs and return what their JSON output holds:
+
+  simulate(scenario, seed=None, requests=None, duration=None) -> SimulationResult
+      `fleetplan simulate [SCENARIO] --json`; scenario: a Scenario, a path, YAML text
+      (a str with a newline) or a dict.
+  fit(**flags) -> dict          `fleetplan fit --json` (fit=False is an answer, not an error)
+  layout(**flags) -> dict       `fleetplan layout --json`
+
+Errors are the CLI's, as exceptions: InputError (exit 3, located: file, line, column,
+field), CheckFailed (1), UsageError (2), InternalError (70).
+"""
+
+import json as _json
+import os as _os
+
+from . import _core
+from ._errors import CheckFailed, Error, InputError, InternalError, UsageError
+from ._records import RecordColumns
+from ._scenario import Scenario, as_scenario as _as_scenario
+
+__all__ = [
+    "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
+    "UsageError", "fit", "layout", "simulate",
+]
+
+
+class SimulationResult:
+    """One simulation: report.json as a dict, the records, the time series."""
+
+    def __init__(self, scenario, report_text, columns):
+        self.scenario = scenario
+        self.report_json = report_text  # the text `fleetplan simulate --json` prints
+        self.report = _json.loads(report_text)
+        self._columns = columns
+        self._records = None
+
+    @property
+    def records(self):
+        """Per-request records: a numpy structured array with the fields of requests.jsonl
+        (fleetplan/_records.py), or a list of its dicts when numpy is not installed."""
+        if self._records is None:
+            try:
+                self._records = self._columns.to_numpy()
+            except ImportError:
+                self._records = self._columns.to_dicts()
+        return self._records
+
+    def records_as_dicts(self):
+        """The records as dicts, exactly json.loads of each line of requests.jsonl."""
+        return self._columns.to_dicts()
+
+    @property
+    def timeseries(self):
+        """report.json's `timeseries` section (per replica and class, per interval), or None
+        when the report has none."""
+        return self.report.get("timeseries")
+
+    def __repr__(self):
+        return "SimulationResult(%s, %d requests)" % (self.scenario.name, len(self._columns))
+
+
+def _count(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError("%s: expected an integer >= %d, got %r" % (name, minimum, value), 3, field=name,
+                         detail="expected an integer >= %d, got %r" % (minimum, value))
+    return value
+
+
+def simulate(scenario, seed=None, requests=None, duration=None):
+    """Simulates a scenario; the GIL is released while it runs.
+
+    scenario: a Scenario, a path (str without a newline, or os.PathLike), YAML text (a str
+      with a newline) or a dict of the scenario's values.
+    seed: the master seed (default: the scenario's), as --seed.
+    requests: stop the workload after this many requests, as --requests.
+    duration: stop arrivals at this simulated time: a str with a unit ("2m", "90s") as
+      --duration, or seconds as a number.
+    No files are written; the report is what `fleetplan simulate --json` prints for the
+    same inputs, byte for byte (report_json).
+    """
+    s = _as_scenario(scenario)
+    if seed is not None:
+        _count("seed", seed, 0)
+    if requests is not None:
+        _count("requests", requests, 1)
+    out = _core.simulate(*s._source(), seed, requests, duration)
+    columns = RecordColumns(out["records"], out["classes"], out["tenants"])
+    return SimulationResult(s, out["report"], columns)
+
+
+def _flags(verb, allowed, kwargs):
+    args = [verb, "--json"]
+    for key, value in kwargs.items():
+        if key not in allowed:
+            raise TypeError("%s() got an unexpected keyword argument %r (valid: %s)"
+                            % (verb, key, ", ".join(sorted(allowed))))
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                args += [flag, _text(v)]
+        else:
+            args += [flag, _text(value)]
+    return args
+
+
+def _text(v):
+    return _os.fspath(v) if isinstance(v, _os.PathLike) else str(v)
+
+
+_FIT_FLAGS = {
+    "scenario", "pool", "model", "gpu", "gpu_memory", "tp", "pp", "ep", "weight_dtype", "kv_dtype",
+    "kv_window", "context", "concurrency", "gpu_memory_utilization", "block_tokens", "max_batched_tokens",
+    "catalog",
+}
+
+_LAYOUT_FLAGS = {
+    "model", "cluster", "weight_dtype", "kv_dtype", "context", "batch", "prefill_tokens", "microbatches",
+    "runtime", "all_reduce", "tp", "pp", "ep", "dp", "gpu_memory_utilization", "close_call", "without",
+    "allow_cross_node_tp", "catalog",
+}
+
+
+def _run_json(args):
+    _, out = _core.run_verb(args)
+    return _json.loads(out)
+
+
+def fit(**flags):
+    """`fleetplan fit --json` with these flags (tp=4 is --tp 4; catalog=[...] repeats
+    --catalog; scenario is a path). Returns its JSON as a dict; a model that does not fit
+    is an answer (report["fits"] is False), not an error. Errors name the flag ("--tp")."""
+    if isinstance(flags.get("scenario"), Scenario):
+        s = flags["scenario"]
+        if s._kind != "path" or s._tree is not None:
+            raise TypeError("fit(scenario=...) reads a scenario file; save this Scenario first (Scenario.save)")
+        flags["scenario"] = s._value
+    return _run_json(_flags("fit", _FIT_FLAGS, flags))
+
+
+def layout(**flags):
+    """`fleetplan layout --json` with these flags (model and cluster are required;
+    without=[...] repeats --without; allow_cross_node_tp=True). Returns its JSON as a
+    dict; no feasible layout is an answer (an empty `feasible`), not an error."""
+    return _run_json(_flags("layout", _LAYOUT_FLAGS, flags))
