@@ -16,6 +16,7 @@
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,24 +33,44 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
+def cpu_of_module(fn):
+    """(wall, CPU seconds of this process) of fn()."""
+    cpu = time.process_time()
+    wall, _ = timed(fn)
+    return wall, time.process_time() - cpu
+
+
+def cpu_of_cli(argv):
+    """(wall, user + system CPU seconds of the child) of one CLI run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, _ = timed(lambda: subprocess.run(argv, check=True, stdout=subprocess.DEVNULL))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def bench_simulate(binary, rounds):
     atlas = fleetplan.Scenario.atlas()
-    times = {"module": [], "cli (all outputs)": [], "cli (report only)": []}
+    runs = {"module": [], "cli (all outputs)": [], "cli (report only)": []}
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         cli_all = [binary, "simulate", "--quiet", "--out", out]
         cli_report = cli_all + ["--no-requests", "--no-timeline"]
         for _ in range(rounds):
-            times["module"].append(timed(lambda: fleetplan.simulate(atlas))[0])
-            times["cli (all outputs)"].append(timed(lambda: subprocess.run(cli_all, check=True))[0])
-            times["cli (report only)"].append(timed(lambda: subprocess.run(cli_report, check=True))[0])
+            runs["module"].append(cpu_of_module(lambda: fleetplan.simulate(atlas)))
+            runs["cli (all outputs)"].append(cpu_of_cli(cli_all))
+            runs["cli (report only)"].append(cpu_of_cli(cli_report))
     requests = fleetplan.simulate(atlas).report["simulation"]["requests"]
-    print("Atlas (%d requests), %d rounds, wall seconds per run:" % (requests, rounds))
-    for name, t in times.items():
-        print("  %-20s median %.3f  min %.3f  max %.3f" % (name, statistics.median(t), min(t), max(t)))
-    base = statistics.median(times["cli (report only)"])
-    print("  module / cli (report only): %.3f (median), %.3f (min)"
-          % (statistics.median(times["module"]) / base, min(times["module"]) / min(times["cli (report only)"])))
+    print("Atlas (%d requests), %d rounds interleaved, seconds per run:" % (requests, rounds))
+    for name, r in runs.items():
+        wall, cpu = [w for w, _ in r], [c for _, c in r]
+        print("  %-18s wall median %.3f min %.3f | CPU median %.3f min %.3f"
+              % (name, statistics.median(wall), min(wall), statistics.median(cpu), min(cpu)))
+    m, c = runs["module"], runs["cli (report only)"]
+    print("  module / cli (report only): wall %.3f (median) %.3f (min); CPU %.3f (median) %.3f (min)" % (
+        statistics.median([w for w, _ in m]) / statistics.median([w for w, _ in c]),
+        min(w for w, _ in m) / min(w for w, _ in c),
+        statistics.median([x for _, x in m]) / statistics.median([x for _, x in c]),
+        min(x for _, x in m) / min(x for _, x in c)))
 
 
 def bench_records(records, repeat):

@@ -32,6 +32,14 @@ except ImportError:  # the module works without numpy; records are then dicts
 _INT64 = "<i8"
 
 
+def _put_names(out, field, names, codes):
+    """out[field] = names[codes], copied as raw fixed-width bytes: numpy's str assignment
+    into a field of a structured array costs ~15x more (0.8 s for a million rows)."""
+    width = out.dtype.fields[field][0].itemsize
+    raw = numpy.dtype((numpy.void, width))
+    out[field].view(raw)[:] = names.astype(out.dtype.fields[field][0]).view(raw)[codes]
+
+
 class RecordColumns:
     """The raw columns of one run (bytes per field) and the names they refer to."""
 
@@ -73,9 +81,9 @@ class RecordColumns:
         ]
         out = numpy.empty(self.size, dtype=dtype)
         out["id"] = col("id", _INT64)
-        out["class"] = classes[col("class_id", "<i4")]
-        out["tenant"] = tenants[col("tenant", "<i4")]  # -1 picks the "" appended last
-        out["status"] = statuses[col("status", "i1")]
+        _put_names(out, "class", classes, col("class_id", "<i4"))
+        _put_names(out, "tenant", tenants, col("tenant", "<i4"))  # -1 picks the "" appended last
+        _put_names(out, "status", statuses, col("status", "i1"))
         for name in ("input_tokens", "output_tokens", "replica", "matched_prefix_tokens"):
             out[name] = col(name, _INT64)
         out["valid"] = col("valid", "u1").astype(bool)

@@ -172,3 +172,20 @@ def test_simulate_releases_the_gil():
 def test_timeseries_is_the_report_s_section():
     r = fleetplan.simulate(fleetplan.Scenario.atlas(), duration="10s")
     assert r.timeseries == r.report.get("timeseries")
+
+
+def test_threads_simulating_side_by_side_get_the_sequential_bytes():
+    seeds = [1, 2, 3, 4]
+    atlas = fleetplan.Scenario.atlas()
+    sequential = [fleetplan.simulate(atlas, seed=s, duration="20s").report_json for s in seeds]
+    parallel = [None] * len(seeds)
+
+    def run(i):
+        parallel[i] = fleetplan.simulate(atlas, seed=seeds[i], duration="20s").report_json
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(seeds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert parallel == sequential
