@@ -12,6 +12,7 @@ The functions mirror the CLI's verbs and return what their JSON output holds:
   simulate(scenario, seed=None, requests=None, duration=None) -> SimulationResult
       `fleetplan simulate [SCENARIO] --json`; scenario: a Scenario, a path, YAML text
       (a str with a newline) or a dict.
+  sweep(spec, jobs=None) -> dict  `fleetplan sweep SPEC --json`, points on native threads
   fit(**flags) -> dict          `fleetplan fit --json` (fit=False is an answer, not an error)
   layout(**flags) -> dict       `fleetplan layout --json`
 
@@ -29,7 +30,7 @@ from ._scenario import Scenario, as_scenario as _as_scenario
 
 __all__ = [
     "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
-    "UsageError", "fit", "layout", "simulate",
+    "UsageError", "fit", "layout", "simulate", "sweep",
 ]
 
 
@@ -95,6 +96,29 @@ def simulate(scenario, seed=None, requests=None, duration=None):
     out = _core.simulate(*s._source(), seed, requests, duration)
     columns = RecordColumns(out["records"], out["classes"], out["tenants"])
     return SimulationResult(s, out["report"], columns)
+
+
+def sweep(spec, jobs=None, out=None):
+    """`fleetplan sweep SPEC --json` (docs/sweep.md): every point of the spec on `jobs`
+    native threads (default: every hardware thread), the GIL released; returns sweep.json
+    as a dict, the same bytes for any `jobs`. A point that fails is a row with its reason
+    (counts.failed), not an error. With `out`, also writes OUT/sweep.json and sweep.csv.
+
+    spec: a path (str without a newline, or os.PathLike), YAML text (a str with a newline)
+      or a dict; a relative `base` resolves against the spec file's folder (the working
+      folder for text and dicts). Errors in the spec are InputErrors, located."""
+    if jobs is not None:
+        _count("jobs", jobs, 1)
+    if isinstance(spec, dict):
+        source = ("text", _core.tree_to_yaml(spec), "<dict>", "")
+    elif isinstance(spec, _os.PathLike) or (isinstance(spec, str) and "\n" not in spec):
+        source = ("path", _os.fspath(spec), _os.fspath(spec), "")
+    elif isinstance(spec, str):
+        source = ("text", spec, "<string>", "")
+    else:
+        raise TypeError("a sweep spec is a path, YAML text or a dict, got %s" % type(spec).__name__)
+    text = _core.sweep(*source, jobs or 0, None if out is None else _os.fspath(out))
+    return _json.loads(text)
 
 
 def _flags(verb, allowed, kwargs):

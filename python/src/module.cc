@@ -8,13 +8,18 @@
 //   ("path", PATH, ...)            LoadScenario(PATH)  (as `fleetplan simulate PATH`)
 //   ("text", YAML, NAME, FOLDER)   LoadScenarioText: errors are located in NAME, relative
 //                                  paths resolve against FOLDER
-// The GIL is released while scenarios are read, bound and simulated, and while verbs run.
+// Sweep specs arrive the same way ("path" or "text"). The GIL is released while
+// scenarios and specs are read, bound and simulated, and while verbs run; a sweep's points
+// run on its own threads.
+#include <algorithm>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -26,6 +31,9 @@
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/metrics/record.h"
+#include "fleetplan/sweep/spec.h"
+#include "fleetplan/sweep/summary.h"
+#include "fleetplan/sweep/sweep.h"
 #include "records.h"
 #include "tree.h"
 
@@ -117,6 +125,31 @@ py::dict SimulateScenario(const ScenarioSource& source, std::optional<uint64_t> 
   return d;
 }
 
+// `fleetplan sweep SPEC --json` without the files: the sweep document (sweep.json's text).
+// `jobs` threads run the points (0: every hardware thread); the bytes are the same for any.
+// With `out`, also writes OUT/sweep.json and OUT/sweep.csv, as the CLI does.
+std::string SweepSpecJson(const ScenarioSource& source, int jobs, const std::optional<std::string>& out) {
+  if (jobs < 0) RaiseStatus(LocatedError(SourceLocation{}, "jobs", fmt::format("expected a number of threads >= 1, got {}", jobs)));
+  Expected<std::string> text = InternalError("not run");
+  {
+    py::gil_scoped_release nogil;
+    text = [&]() -> Expected<std::string> {
+      FP_ASSIGN_OR_RETURN(SweepSpec spec, source.kind == "path" ? LoadSweepSpec(source.value)
+                                                               : LoadSweepSpecText(source.value, source.display_name,
+                                                                                   source.dir));
+      const int threads = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      std::vector<Json> rows = RunSweepPoints(spec, ShardIndices(spec, Shard{}), threads);
+      FP_ASSIGN_OR_RETURN(Json sweep, SummarizeSweep(spec.Describe(), std::move(rows)));
+      if (out) {
+        FP_ASSIGN_OR_RETURN(const std::vector<std::string> written, WriteSweep(sweep, *out));
+        (void)written;
+      }
+      return PrettyJson(sweep);
+    }();
+  }
+  return ValueOrRaise(std::move(text));
+}
+
 // Runs `fleetplan ARGS...` in process; returns (exit code, stdout) for 0 (done) and 1 (the
 // verb's check failed: its output is still the answer); raises for the other codes.
 std::pair<int, std::string> RunVerb(const std::vector<std::string>& args) {
@@ -149,6 +182,10 @@ PYBIND11_MODULE(_core, m) {
           return SimulateScenario(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)), seed,
                                   requests, duration);
         });
+  m.def("sweep", [](std::string kind, std::string value, std::string name, std::string dir, int jobs,
+                    std::optional<std::string> out) {
+    return SweepSpecJson(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)), jobs, out);
+  });
   m.def("run_verb", &RunVerb);
   m.def("yaml_to_tree", &YamlToTree);
   m.def("tree_to_yaml", &TreeToYaml);
