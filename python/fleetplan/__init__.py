@@ -61,8 +61,8 @@ class SimulationResult:
 
     @property
     def timeseries(self):
-        """report.json's `timeseries` section (per replica and class, per interval), or None
-        when the report has none."""
+        """report.json's `timeseries` section (docs/records.md "Time series": per window,
+        per replica and per class), or None for a report without one."""
         return self.report.get("timeseries")
 
     def __repr__(self):

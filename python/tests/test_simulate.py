@@ -171,7 +171,13 @@ def test_simulate_releases_the_gil():
 
 def test_timeseries_is_the_report_s_section():
     r = fleetplan.simulate(fleetplan.Scenario.atlas(), duration="10s")
-    assert r.timeseries == r.report.get("timeseries")
+    ts = r.timeseries
+    assert ts is r.report["timeseries"]
+    assert ts["windows"] == len(ts["window_start_s"]) > 10
+    assert len(ts["replicas"]) == 4
+    for name, figures in r.report["classes"].items():
+        assert sum(ts["classes"][name]["arrivals"]) == figures["requests"]
+        assert sum(ts["classes"][name]["completions"]) == int((r.records[r.records["class"] == name]["status"] == "ok").sum())
 
 
 def test_threads_simulating_side_by_side_get_the_sequential_bytes():
