@@ -3,9 +3,9 @@
 
 1. fleetplan.simulate on the built-in Atlas scenario against `fleetplan simulate` (the
    CLI, a fresh process each run): wall time per run, interleaved, ROUNDS rounds. The CLI
-   is timed twice: with the scenario's outputs (report.json, requests.jsonl, timeline.json)
-   and with --no-requests --no-timeline (report.json only); the module writes nothing and
-   keeps every record in memory.
+   is timed twice: with the scenario's outputs (report.json, requests.jsonl, timeline.json,
+   report.html) and with --no-requests --no-timeline --no-html (report.json only); the
+   module writes nothing and keeps every record in memory.
 2. Converting the records of one run to numpy (SimulationResult.records): a run of
    bench/scenarios/fleet-16replica.yaml stopped after --records requests (1,000,000 by
    default), then the conversion timed REPEAT times on fresh results of that run.
@@ -54,7 +54,7 @@ def bench_simulate(binary, rounds):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         cli_all = [binary, "simulate", "--quiet", "--out", out]
-        cli_report = cli_all + ["--no-requests", "--no-timeline"]
+        cli_report = cli_all + ["--no-requests", "--no-timeline", "--no-html"]
         for _ in range(rounds):
             runs["module"].append(cpu_of_module(lambda: fleetplan.simulate(atlas)))
             runs["cli (all outputs)"].append(cpu_of_cli(cli_all))
