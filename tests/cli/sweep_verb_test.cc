@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/in_scratch.h"
+
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 
@@ -44,24 +46,7 @@ axes:
 seeds: [1, 2]
 )";
 
-// Every test works in a folder of its own under the test's scratch directory, so the
-// relative paths a user would type (base: small.yaml, --out o1) stay inside it.
-class InScratch : public ::testing::Test {
- protected:
-  void SetUp() override {
-    home_ = std::filesystem::current_path();
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::filesystem::path dir =
-        std::filesystem::path(::testing::TempDir()) / (std::string(info->test_suite_name()) + "." + info->name());
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    std::filesystem::current_path(dir);
-  }
-  void TearDown() override { std::filesystem::current_path(home_); }
-
- private:
-  std::filesystem::path home_;
-};
+using testing::InScratch;
 class SweepVerb : public InScratch {};
 
 void Write(const std::string& path, std::string_view text) { std::ofstream(path, std::ios::binary) << text; }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/in_scratch.h"
+
 #include "fleetplan/core/json.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/search.h"
@@ -44,24 +46,7 @@ slo:
   batch: {e2e: 10s}
 )";
 
-// Every test works in a folder of its own under the test's scratch directory, so the
-// relative paths a user would type (base: small.yaml, --out o1) stay inside it.
-class InScratch : public ::testing::Test {
- protected:
-  void SetUp() override {
-    home_ = std::filesystem::current_path();
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::filesystem::path dir =
-        std::filesystem::path(::testing::TempDir()) / (std::string(info->test_suite_name()) + "." + info->name());
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    std::filesystem::current_path(dir);
-  }
-  void TearDown() override { std::filesystem::current_path(home_); }
-
- private:
-  std::filesystem::path home_;
-};
+using testing::InScratch;
 class SweepSpecFile : public InScratch {};
 class SweepPoints : public InScratch {};
 class SweepShards : public InScratch {};
