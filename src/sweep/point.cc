@@ -243,7 +243,7 @@ Expected<FleetPlan> BindPoint(const SweepSpec& spec, const PointTask& point, con
 // an internal error is a failure of the tool ("failed").
 std::string_view BindErrorStatus(const Status& s) { return s.code() == StatusCode::kInternal ? "failed" : "invalid"; }
 
-std::optional<Json> CheckPoint(const SweepSpec& spec, const PointTask& point) {
+std::optional<Json> CheckPoint(const SweepSpec& spec, const PointTask& point, int64_t* gpus) {
   std::vector<YamlOverride> extra;
   std::optional<YamlDocument> low;
   if (spec.search) {  // the searched axis must take a rate in this scenario too
@@ -251,7 +251,10 @@ std::optional<Json> CheckPoint(const SweepSpec& spec, const PointTask& point) {
     extra.push_back(YamlOverride{spec.search->axis, low->root()});
   }
   auto plan = BindPoint(spec, point, extra);
-  if (plan.ok()) return std::nullopt;
+  if (plan.ok()) {
+    if (gpus != nullptr) *gpus = PlanGpus(*plan);
+    return std::nullopt;
+  }
   return ErrorRow(RowHead(spec, point), BindErrorStatus(plan.status()), plan.status());
 }
 

@@ -37,8 +37,9 @@ PointTask PointAt(const SweepSpec& spec, int64_t index);
 // Errors are the scenario reader's and Bind's, located where the spec writes the value.
 Expected<FleetPlan> BindPoint(const SweepSpec& spec, const PointTask& point, const std::vector<YamlOverride>& extra = {});
 
-// The row of a point that cannot be bound (status "invalid"), or nullopt when it binds.
-std::optional<Json> CheckPoint(const SweepSpec& spec, const PointTask& point);
+// The row of a point that cannot be bound (status "invalid"), or nullopt when it binds;
+// then `gpus` (when given) receives the GPUs its plan occupies, the runner's guess of its cost.
+std::optional<Json> CheckPoint(const SweepSpec& spec, const PointTask& point, int64_t* gpus = nullptr);
 
 // Binds, simulates (and searches) a point; never fails: errors become the row's status.
 Json RunPoint(const SweepSpec& spec, const PointTask& point);
