@@ -279,14 +279,14 @@ void AppendUsage(std::string& out, const Usage& u) {
                      u.prompt_tokens + u.completion_tokens, u.completion_tokens);
 }
 
-}  // namespace
-
-void AppendTokenEvent(std::string& out, Endpoint endpoint, const ResponseHead& head, std::string_view text,
-                      std::string_view finish, std::string_view stop_reason) {
-  out += "data: ";
+// The response head and the first choice's text in the endpoint's shape, up to its
+// finish fields: chat puts the text inside `chat_open` (a delta or a message), completions
+// in `text`.
+void AppendChoiceText(std::string& out, Endpoint endpoint, std::string_view chat_object, std::string_view chat_open,
+                      const ResponseHead& head, std::string_view text) {
   if (endpoint == Endpoint::kChat) {
-    AppendHead(out, "chat.completion.chunk", head);
-    out += ",\"choices\":[{\"index\":0,\"delta\":{\"content\":";
+    AppendHead(out, chat_object, head);
+    out += chat_open;
     AppendJsonString(out, text);
     out += "},\"logprobs\":null";
   } else {
@@ -295,6 +295,15 @@ void AppendTokenEvent(std::string& out, Endpoint endpoint, const ResponseHead& h
     AppendJsonString(out, text);
     out += ",\"logprobs\":null";
   }
+}
+
+}  // namespace
+
+void AppendTokenEvent(std::string& out, Endpoint endpoint, const ResponseHead& head, std::string_view text,
+                      std::string_view finish, std::string_view stop_reason) {
+  out += "data: ";
+  AppendChoiceText(out, endpoint, "chat.completion.chunk", ",\"choices\":[{\"index\":0,\"delta\":{\"content\":", head,
+                   text);
   AppendFinish(out, finish);
   AppendStopReason(out, stop_reason);
   out += "}]}\n\n";
@@ -321,17 +330,8 @@ std::string CompleteBody(Endpoint endpoint, const ResponseHead& head, std::strin
                          std::string_view finish, std::string_view stop_reason, const Usage& usage) {
   std::string out;
   out.reserve(text.size() + 256);
-  if (endpoint == Endpoint::kChat) {
-    AppendHead(out, "chat.completion", head);
-    out += ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
-    AppendJsonString(out, text);
-    out += "},\"logprobs\":null";
-  } else {
-    AppendHead(out, "text_completion", head);
-    out += ",\"choices\":[{\"index\":0,\"text\":";
-    AppendJsonString(out, text);
-    out += ",\"logprobs\":null";
-  }
+  AppendChoiceText(out, endpoint, "chat.completion",
+                   ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":", head, text);
   AppendFinish(out, finish);
   AppendStopReason(out, stop_reason);
   out += "}],";
