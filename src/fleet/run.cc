@@ -26,53 +26,6 @@ constexpr const char* kVersion = "0.1.0";
 // requests.jsonl is written in chunks of about this size (one write per chunk).
 constexpr size_t kRecordFlushBytes = size_t{1} << 20;
 
-// When each request arrived and ended (finished, or was last seen), to tell whether the
-// fleet kept up with its arrivals. 16 bytes per request.
-class LoadTrace {
- public:
-  void Add(const RequestRecord& r) {
-    arrivals_.push_back(r.arrival.ns());
-    // A request that never finished (rejected, given up) counts as ended when last seen.
-    ends_.push_back(r.finish ? r.finish->ns() : r.first_token ? r.first_token->ns() : r.arrival.ns());
-  }
-
-  // Over capacity: the requests in flight (arrived, not yet ended) grew through the
-  // arrivals — at the last arrival at least 1.5x (plus one per replica) what they were
-  // halfway through. A fleet that keeps up holds a steady number in flight; one that does
-  // not accumulates a backlog, and it grows linearly. Empty when the fleet kept up.
-  std::string OverCapacityHint(int64_t replicas) {
-    if (arrivals_.size() < 100) return "";
-    std::sort(arrivals_.begin(), arrivals_.end());
-    std::sort(ends_.begin(), ends_.end());
-    const int64_t first = arrivals_.front();
-    const int64_t last = arrivals_.back();
-    const int64_t mid = first + (last - first) / 2;
-    const int64_t at_mid = InFlight(mid);
-    const int64_t at_last = InFlight(last);
-    if (static_cast<double>(at_last) < 1.5 * static_cast<double>(at_mid) + static_cast<double>(replicas)) return "";
-    const double span_s = static_cast<double>(last - first) / 1e9;
-    const double arrived_rate = static_cast<double>(arrivals_.size()) / span_s;
-    const double ended_rate =
-        static_cast<double>(std::upper_bound(ends_.begin(), ends_.end(), last) - ends_.begin()) / span_s;
-    const double drain_s = static_cast<double>(ends_.back() - last) / 1e9;
-    return fmt::format(
-        "over capacity: requests arrived at {:.2f}/s but ended at {:.2f}/s while they arrived; in flight "
-        "(queued or running) grew from {} halfway through the arrivals to {} at the last arrival, and took {:.1f} s "
-        "more to drain. Latencies and attainment measure that backlog: lower the arrival rate or add replicas "
-        "(docs/scenario.md \"Reading a run\")\n",
-        arrived_rate, ended_rate, at_mid, at_last, drain_s);
-  }
-
- private:
-  int64_t InFlight(int64_t t) const {
-    const auto arrived = std::upper_bound(arrivals_.begin(), arrivals_.end(), t) - arrivals_.begin();
-    const auto ended = std::upper_bound(ends_.begin(), ends_.end(), t) - ends_.begin();
-    return static_cast<int64_t>(arrived - ended);
-  }
-  std::vector<int64_t> arrivals_;
-  std::vector<int64_t> ends_;
-};
-
 // Receives every request's end and every step; feeds the report, the records file and
 // the timeline.
 class RunSink final : public EngineObserver, public FleetObserver {
@@ -119,7 +72,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
     if (timeline_ != nullptr) timeline_->OnTransfer(e);
   }
 
-  LoadTrace& load() { return load_; }
+  const LoadTracker& load() const { return load_; }
 
   Status Close() {
     if (!records_.is_open()) return Status::Ok();
@@ -142,7 +95,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
   TimelineWriter* timeline_ = nullptr;
   Simulation* sim_ = nullptr;
   const std::function<bool(const RequestRecord&)>* stop_when_ = nullptr;
-  LoadTrace load_;
+  LoadTracker load_;
   const std::function<void(const RequestRecord&)>* on_record_ = nullptr;
 };
 
@@ -281,7 +234,7 @@ std::string ReplicaLines(const FleetResult& r, bool pooled) {
 }
 
 std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult& r,
-                        const std::vector<std::string>& files, const std::string& capacity_hint) {
+                        const std::vector<std::string>& files) {
   const MemoryInputs& m = plan.primary_pool().fit.memory;
   const KvPoolSize& kv = plan.primary_pool().kv;
   std::string out = fmt::format("scenario {} (seed {}): {} x {} tp{} pp{} on {}, {} KV blocks of {} tokens per replica\n",
@@ -334,7 +287,7 @@ std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult&
   }
   out += ReplicaLines(r, pooled);
   for (const std::string& line : r.component_lines) out += line;
-  out += capacity_hint;
+  out += OverloadText(r.overload);
   for (const auto& f : files) out += fmt::format("wrote {}\n", f);
   return out;
 }
@@ -439,6 +392,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   }
   const Duration span = sim->end_time() - sim->first_arrival();
   FleetResult fleet = Collect(*sim, std::move(report), span);
+  fleet.overload = sink.load().Diagnose(plan.replicas(), source->names().classes);
 
   Json j = ReportToJson(fleet.report);
   AddPrefixCacheJson(*sim, source->names(), j);
@@ -455,6 +409,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   j["engine"] = EngineJson(fleet, plan.cuda_graphs.enabled());
   j["replicas"] = sim->ReplicaReportJson(span, &j["engine"]["replicas"]);
   sim->AddComponentReports(span, j);
+  j["overload"] = OverloadJson(fleet.overload);
   if (sim->stop_requested()) j["stopped_early"] = true;
   j["simulation"] = {{"events", sim->events()},
                      {"requests", sim->requests_done()},
@@ -473,7 +428,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
     if (opt.write_requests.value_or(plan.output.requests)) files.push_back(dir + "/requests.jsonl");
     if (timeline) files.push_back(dir + "/timeline.json");
   }
-  result.summary = SummaryText(plan, seed, fleet, files, sink.load().OverCapacityHint(plan.replicas()));
+  result.summary = SummaryText(plan, seed, fleet, files);
   for (const auto& f : removed) result.summary += fmt::format("removed {} (from an earlier run; not written by this one)\n", f);
   result.result = std::move(fleet);
   result.report = std::move(j);

@@ -127,12 +127,13 @@ TEST(HardeningRuns, D11_SimulateSaysWhenTheFleetIsOverCapacity) {
   const CliRun over = testing::RunFleetplan({"simulate", Temp("d11-over.yaml", Scenario("40/s", "30s")), "--quiet",
                                              "--out", ::testing::TempDir() + "d11-a"});
   ASSERT_EQ(over.code, 0) << over.err;
-  EXPECT_NE(over.out.find("over capacity: requests arrived at "), std::string::npos) << over.out;
+  EXPECT_NE(over.out.find("OVER CAPACITY: requests arrived at "), std::string::npos) << over.out;
+  EXPECT_NE(over.out.find("size the fleet for its SLOs with `fleetplan capacity`"), std::string::npos) << over.out;
   // At 2 requests/s it keeps up: no hint.
   const CliRun fine = testing::RunFleetplan({"simulate", Temp("d11-fine.yaml", Scenario("2/s", "30s")), "--quiet",
                                              "--out", ::testing::TempDir() + "d11-b"});
   ASSERT_EQ(fine.code, 0) << fine.err;
-  EXPECT_EQ(fine.out.find("over capacity"), std::string::npos) << fine.out;
+  EXPECT_EQ(fine.out.find("OVER CAPACITY"), std::string::npos) << fine.out;
 }
 
 TEST(HardeningRuns, D10_SimulateAndFitGiveTheSameVerdictOnAScenario) {

@@ -22,6 +22,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/fleet/fleet_plan.h"
+#include "fleetplan/fleet/overload.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/fleet/timeseries.h"
@@ -72,6 +73,7 @@ struct FleetResult {
   int64_t kv_blocks = 0;
   std::vector<ReplicaResult> replicas;
   std::vector<std::string> component_lines;  // each component's summary, from its figures
+  OverloadDiagnosis overload;  // whether the fleet kept up with its arrivals (overload.h)
 };
 
 struct RunResult {
