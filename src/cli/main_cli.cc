@@ -39,6 +39,7 @@ Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   RegisterTraceVerb(app, action);
   RegisterValidateVerb(app, action);
   RegisterSweepVerb(app, action);
+  RegisterCapacityVerb(app, action);
   RegisterGateVerb(app, action);
   RegisterServeVerb(app, action);
 

@@ -7,6 +7,7 @@
 #include "fleetplan/fleet/disaggregation.h"
 #include "fleetplan/fleet/invalidations.h"
 #include "fleetplan/fleet/prefix_beliefs.h"
+#include "fleetplan/fleet/replica_loss.h"
 #include "fleetplan/fleet/replication.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/fleet/telemetry.h"
@@ -51,6 +52,7 @@ const std::vector<FleetComponentRow>& FleetComponents() {
       {"invalidations", &HasInvalidations, &Make<Invalidations>},
       {"disaggregation", &HasPrefillPool, &Make<Disaggregation>},
       {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
+      {"replica-losses", &ReplicaLosses::Wanted, &Make<ReplicaLosses>},
   };
   return rows;
 }

@@ -124,6 +124,7 @@ FleetSetup FleetPlan::Setup() const {
   setup.disaggregation = disaggregation;
   setup.replication = replication;
   setup.timeseries.interval = output.timeseries_interval;
+  setup.replica_losses = replica_losses;
   return setup;
 }
 
@@ -178,6 +179,13 @@ Json FleetPlan::ToJson() const {
                          {"spike_delay_ns", serve_faults.spike_delay.ns()},
                          {"stall_probability", serve_faults.stall_probability},
                          {"stall_duration_ns", serve_faults.stall_duration.ns()}};
+  }
+  if (!replica_losses.empty()) {
+    Json losses = Json::array();
+    for (const ReplicaLoss& l : replica_losses) {
+      losses.push_back({{"at_ns", l.at.ns()}, {"replicas", l.replicas}, {"expiry", DrainExpiryName(l.expiry)}});
+    }
+    j["replica_losses"] = std::move(losses);
   }
   return j;
 }

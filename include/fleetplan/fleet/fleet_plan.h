@@ -56,6 +56,7 @@ struct FleetPlan {
   LinkSpec transfer_link;               // with a prefill pool
   ReplicationConfig replication;
   std::vector<TimedInvalidation> invalidations;
+  std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (set by callers: capacity)
   WorkloadSpec workload;
   SloSpec slo;
   OutputSpec output;

@@ -86,6 +86,8 @@ struct TimedInvalidation {
   CacheInvalidation invalidation;
 };
 
+struct ReplicaLoss;  // below, after DrainExpiry
+
 struct FleetSetup {
   std::vector<ReplicaSetup> replicas;
   RouterConfig router;
@@ -97,6 +99,7 @@ struct FleetSetup {
   DisaggregationConfig disaggregation;  // read only when a replica has the prefill role
   ReplicationConfig replication;        // hot-prefix placement; needs prefix tracking
   TimeSeriesConfig timeseries;          // report.json `timeseries`; off (interval 0) by default
+  std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (fleet/replica_loss.h)
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
@@ -139,6 +142,14 @@ struct ReplicaFigures {
 // kernel's own (they reach JSON by name, DrainExpiryName): explicit, never renumber.
 enum class DrainExpiry : int { kRequeue = 0, kCancel = 1 };
 std::string_view DrainExpiryName(DrainExpiry expiry);
+
+// Replicas (ids of the setup) that fail at `at`, as when a failure domain is lost: each
+// is drained with no grace, and what it holds is given up as `expiry` says.
+struct ReplicaLoss {
+  SimTime at;
+  std::vector<int32_t> replicas;
+  DrainExpiry expiry = DrainExpiry::kRequeue;
+};
 
 // What the fleet itself decides, for timelines (timeline.h).
 struct RouteEvent {
