@@ -50,3 +50,4 @@ BENCHMARK(BM_CapacityArithmetic)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace fleetplan
+BENCHMARK_MAIN();

@@ -40,6 +40,7 @@ Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   RegisterValidateVerb(app, action);
   RegisterSweepVerb(app, action);
   RegisterCapacityVerb(app, action);
+  RegisterEvidenceVerb(app, action);
   RegisterGateVerb(app, action);
   RegisterServeVerb(app, action);
 

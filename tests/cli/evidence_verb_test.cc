@@ -1,0 +1,84 @@
+// `fleetplan evidence` as a user runs it: keygen, sign, verify, a tampered file, freshness.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli_run.h"
+#include "support/in_scratch.h"
+
+namespace fleetplan {
+namespace {
+
+using testing::InScratch;
+using testing::RunFleetplan;
+
+class EvidenceVerb : public InScratch {};
+
+constexpr std::string_view kPrice = R"(evidence:
+  kind: price
+  observed_at: 2026-11-01T00:00:00Z
+  expires_at: 2026-12-01T00:00:00Z
+  source: cloud price sheet
+data: {h100-sxm-80g: 4.10/gpu-h}
+)";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(EvidenceVerb, KeygenSignVerifyAndATamperedFileFails) {
+  std::ofstream("price.yaml") << kPrice;
+  auto gen = RunFleetplan({"evidence", "keygen", "--out", "signer"});
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  EXPECT_NE(gen.out.find("key ed25519:"), std::string::npos) << gen.out;
+  EXPECT_EQ(std::filesystem::status("signer").permissions() & std::filesystem::perms::group_read,
+            std::filesystem::perms::none);
+  EXPECT_EQ(RunFleetplan({"evidence", "keygen", "--out", "signer"}).code, 2);  // never overwrites a key
+  auto sign = RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer"});
+  ASSERT_EQ(sign.code, 0) << sign.err;
+  EXPECT_NE(sign.out.find("signed price.yaml as price evidence"), std::string::npos) << sign.out;
+  const std::string sig = Read("price.yaml.sig");
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer"}).code, 0);
+  EXPECT_EQ(Read("price.yaml.sig"), sig);  // deterministic
+  auto ok = RunFleetplan({"evidence", "verify", "price.yaml", "--pub", "signer.pub"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("valid signature by ed25519:"), std::string::npos) << ok.out;
+  // Another key pair is not the trusted signer.
+  ASSERT_EQ(RunFleetplan({"evidence", "keygen", "--out", "other"}).code, 0);
+  auto wrong = RunFleetplan({"evidence", "verify", "price.yaml", "--pub", "other.pub"});
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_NE(wrong.err.find("signature NOT valid"), std::string::npos) << wrong.err;
+  // The price edited after signing.
+  std::ofstream("price.yaml") << std::string(kPrice).replace(std::string(kPrice).find("4.10"), 4, "1.10");
+  auto tampered = RunFleetplan({"evidence", "verify", "price.yaml", "--pub", "signer.pub"});
+  EXPECT_EQ(tampered.code, 1);
+  EXPECT_NE(tampered.err.find("the file changed after it was signed"), std::string::npos) << tampered.err;
+  // A file without a header needs --kind.
+  std::ofstream("raw.csv") << "a,b\n1,2\n";
+  EXPECT_EQ(RunFleetplan({"evidence", "sign", "raw.csv", "--key", "signer"}).code, 3);
+  EXPECT_EQ(RunFleetplan({"evidence", "sign", "raw.csv", "--key", "signer", "--kind", "trace"}).code, 0);
+}
+
+TEST_F(EvidenceVerb, CheckJudgesFreshnessAtTheAsOfTime) {
+  std::ofstream("price.yaml") << kPrice;
+  auto fresh = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-11-15T00:00:00Z"});
+  EXPECT_EQ(fresh.code, 0) << fresh.err;
+  EXPECT_NE(fresh.out.find("fresh until 2026-12-01T00:00:00Z"), std::string::npos) << fresh.out;
+  auto stale = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-12-02T00:00:00Z"});
+  EXPECT_EQ(stale.code, 1);
+  EXPECT_NE(stale.err.find("price.yaml (price) expired at 2026-12-01T00:00:00Z (its expires_at)"), std::string::npos)
+      << stale.err;
+  auto aged = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-11-15T00:00:00Z", "--max-age", "168h"});
+  EXPECT_EQ(aged.code, 1);
+  EXPECT_NE(aged.err.find("the policy's maximum age"), std::string::npos) << aged.err;
+  EXPECT_EQ(RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "yesterday"}).code, 2);
+}
+
+}  // namespace
+}  // namespace fleetplan

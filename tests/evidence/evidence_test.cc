@@ -1,0 +1,127 @@
+// Evidence: UTC times, headers with pinned revisions, freshness at an explicit time, and
+// Ed25519 signatures that bind content and kind to a trusted key.
+#include "fleetplan/evidence/evidence.h"
+
+#include <gtest/gtest.h>
+
+#include "fleetplan/core/digest.h"
+#include "fleetplan/evidence/signing.h"
+
+namespace fleetplan {
+namespace {
+
+TEST(UtcTime, ParsesRfc3339AndFormatsBackInUtc) {
+  auto t = ParseUtcTime("2026-11-20T10:00:00Z");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->seconds, 1795168800);  // date -u -d 2026-11-20T10:00:00Z +%s
+  EXPECT_EQ(FormatUtcTime(*t), "2026-11-20T10:00:00Z");
+  auto offset = ParseUtcTime("2026-11-20T12:30:00+02:30");
+  ASSERT_TRUE(offset.ok());
+  EXPECT_EQ(offset->seconds, t->seconds);
+  auto leap = ParseUtcTime("2028-02-29T23:59:59Z");
+  ASSERT_TRUE(leap.ok());
+  EXPECT_EQ(FormatUtcTime(*leap), "2028-02-29T23:59:59Z");
+  EXPECT_EQ(FormatUtcTime(UtcTime{0}), "1970-01-01T00:00:00Z");
+  for (const char* bad : {"2026-02-29T00:00:00Z", "2026-11-20T24:00:00Z", "2026-11-20 10:00:00Z", "2026-11-20T10:00:00",
+                          "1969-12-31T23:59:59Z", "2026-13-01T00:00:00Z", "2026-11-20T10:00:00+2:00"}) {
+    auto r = ParseUtcTime(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message(), std::string("expected a UTC time such as 2026-11-20T10:00:00Z, got '") + bad + "'");
+  }
+}
+
+constexpr std::string_view kBench = R"(evidence:
+  kind: benchmark
+  observed_at: 2026-11-20T10:00:00Z
+  expires_at: 2026-12-20T10:00:00Z
+  source: vllm bench serve, pool a
+data: {rate: 2.4/s}
+)";
+
+TEST(EvidenceHeader, ReadsKindTimesAndTheContentDigestAsRevision) {
+  auto h = ReadEvidenceHeader(kBench, "bench.yaml");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->kind, "benchmark");
+  EXPECT_EQ(h->revision, DigestOf(kBench));
+  EXPECT_EQ(h->content_digest, DigestOf(kBench));
+  EXPECT_EQ(FormatUtcTime(h->observed_at), "2026-11-20T10:00:00Z");
+  ASSERT_TRUE(h->expires_at.has_value());
+  EXPECT_EQ(h->source, "vllm bench serve, pool a");
+}
+
+std::string FirstLine(const Status& s) { return s.message().substr(0, s.message().find('\n')); }
+
+TEST(EvidenceHeader, APinnedRevisionMustBeTheContentAndTimesAreLocated) {
+  std::string pinned(kBench);
+  pinned.insert(pinned.find("  observed_at"), "  revision: bench-2026-11@sha256:" + std::string(64, '0') + "\n");
+  auto h = ReadEvidenceHeader(pinned, "bench.yaml");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(FirstLine(h.status()), "bench.yaml:3:13: evidence.revision: revision pins sha256:" + std::string(64, '0') +
+                                       " but the file's content is " + DigestOf(pinned));
+  std::string backwards(kBench);
+  backwards.replace(backwards.find("2026-12-20"), 10, "2026-11-01");
+  EXPECT_EQ(FirstLine(ReadEvidenceHeader(backwards, "bench.yaml").status()),
+            "bench.yaml:4:15: evidence.expires_at: expected a time after observed_at (2026-11-20T10:00:00Z)");
+  EXPECT_EQ(FirstLine(ReadEvidenceHeader("evidence: {kind: price, source: x}\n", "p.yaml").status()),
+            "p.yaml:1:11: evidence: missing required field 'observed_at'");
+}
+
+TEST(EvidenceFreshness, JudgedAtTheAsOfTimeByTheEarlierOfExpiryAndMaximumAge) {
+  auto h = ReadEvidenceHeader(kBench, "bench.yaml");
+  ASSERT_TRUE(h.ok());
+  const UtcTime dec1 = *ParseUtcTime("2026-12-01T00:00:00Z");
+  EXPECT_EQ(JudgeFreshness(*h, dec1, std::nullopt, "bench.yaml").state, Freshness::kFresh);
+  const FreshnessVerdict late = JudgeFreshness(*h, *ParseUtcTime("2026-12-21T00:00:00Z"), std::nullopt, "bench.yaml");
+  EXPECT_EQ(late.state, Freshness::kExpired);
+  EXPECT_EQ(late.reason, "bench.yaml (benchmark) expired at 2026-12-20T10:00:00Z (its expires_at), before the as-of time "
+                         "2026-12-21T00:00:00Z");
+  // A policy's maximum age of 7 days ends it earlier than its own expiry.
+  const FreshnessVerdict aged = JudgeFreshness(*h, dec1, 7 * 86400, "bench.yaml");
+  EXPECT_EQ(aged.state, Freshness::kExpired);
+  EXPECT_EQ(FormatUtcTime(*aged.expires), "2026-11-27T10:00:00Z");
+  EXPECT_NE(aged.reason.find("the policy's maximum age"), std::string::npos);
+  EXPECT_EQ(JudgeFreshness(*h, *ParseUtcTime("2026-11-01T00:00:00Z"), std::nullopt, "b").state, Freshness::kNotYetObserved);
+}
+
+TEST(EvidenceSigning, ASignatureBindsContentAndKindToOneKey) {
+  auto signer = GenerateEd25519Key();
+  auto other = GenerateEd25519Key();
+  ASSERT_TRUE(signer.ok() && other.ok());
+  auto sig = SignEvidence(kBench, "benchmark", signer->private_pem);
+  ASSERT_TRUE(sig.ok()) << sig.status().message();
+  EXPECT_EQ((*sig)["digest"], DigestOf(kBench));
+  EXPECT_EQ((*sig)["key_id"], *KeyIdOfPublicPem(signer->public_pem));
+  // Deterministic: the same key signs the same statement with the same bytes.
+  EXPECT_EQ(*sig, *SignEvidence(kBench, "benchmark", signer->private_pem));
+
+  auto ok = VerifyEvidence(kBench, *sig, signer->public_pem);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->valid) << ok->reason;
+  // One byte changed in the file.
+  std::string changed(kBench);
+  changed[changed.find("2.4")] = '9';
+  auto edited = VerifyEvidence(changed, *sig, signer->public_pem);
+  ASSERT_TRUE(edited.ok());
+  EXPECT_FALSE(edited->valid);
+  EXPECT_NE(edited->reason.find("the file changed after it was signed"), std::string::npos);
+  // Another key is not trusted for it.
+  auto untrusted = VerifyEvidence(kBench, *sig, other->public_pem);
+  ASSERT_TRUE(untrusted.ok());
+  EXPECT_FALSE(untrusted->valid);
+  EXPECT_NE(untrusted->reason.find("not by the trusted key"), std::string::npos);
+  // The kind is part of the statement: relabelling benchmark evidence as policy fails.
+  Json relabelled = *sig;
+  relabelled["kind"] = "policy";
+  auto kind = VerifyEvidence(kBench, relabelled, signer->public_pem);
+  ASSERT_TRUE(kind.ok());
+  EXPECT_FALSE(kind->valid);
+  // A signature that is not 64 bytes, or a key that is not PEM, is input the user fixes.
+  Json short_sig = *sig;
+  short_sig["signature"] = "AAAA";
+  EXPECT_FALSE(VerifyEvidence(kBench, short_sig, signer->public_pem).ok());
+  EXPECT_EQ(SignEvidence(kBench, "benchmark", "not a key").status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(VerifyEvidence(kBench, Json::object(), signer->public_pem).status().code(), StatusCode::kInvalidInput);
+}
+
+}  // namespace
+}  // namespace fleetplan
