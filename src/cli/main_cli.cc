@@ -41,6 +41,7 @@ Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   RegisterSweepVerb(app, action);
   RegisterCapacityVerb(app, action);
   RegisterEvidenceVerb(app, action);
+  RegisterRolloutVerb(app, action);
   RegisterGateVerb(app, action);
   RegisterServeVerb(app, action);
 

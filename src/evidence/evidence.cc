@@ -113,7 +113,11 @@ Expected<EvidenceHeader> ReadEvidenceHeader(std::string_view bytes, const std::s
   FP_ASSIGN_OR_RETURN(h.kind, e["kind"].AsString());
   if (h.kind.empty()) return e["kind"].Error("expected an evidence kind (a word such as benchmark)");
   FP_ASSIGN_OR_RETURN(h.revision, e["revision"].StringOr(h.content_digest));
-  if (const auto pinned = PinnedDigest(h.revision); pinned && *pinned != h.content_digest) {
+  if (const auto pinned = PinnedDigest(h.revision);
+      pinned && (pinned->size() != 71 || pinned->find_first_not_of("0123456789abcdef", 7) != std::string::npos)) {
+    return e["revision"].Error(fmt::format("expected a revision that pins sha256:<64 lowercase hex digits>, got '{}'",
+                                           h.revision));
+  } else if (pinned && *pinned != h.content_digest) {
     return e["revision"].Error(fmt::format("revision pins {} but the file's content is {}", *pinned, h.content_digest));
   }
   FP_RETURN_IF_ERROR(e["observed_at"].RequirePresent());

@@ -19,6 +19,8 @@
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleetplan/capacity/spec.h"
+#include "fleetplan/evidence/evidence.h"
 #include "fleetplan/sweep/spec.h"
 #include "support/shared_data.h"
 
@@ -167,6 +169,19 @@ std::string RunExample(const Block& block, const fs::path& dir, const std::strin
     std::ofstream(dir / "atlas.yaml") << AtlasScenarioYaml();
     const Expected<SweepSpec> spec = LoadSweepSpec(path);
     return spec.ok() ? "" : fmt::format("{}: the sweep reader rejects it: {}", where, spec.status().message());
+  }
+  if (node["scenario"] && node["demand"]) {
+    // A capacity spec: read by its reader, which also loads its scenario (sizing searches
+    // and simulates for seconds; the capacity tests run small ones).
+    std::ofstream(path) << block.text;
+    std::ofstream(dir / "atlas.yaml") << AtlasScenarioYaml();
+    const Expected<CapacitySpec> spec = LoadCapacitySpec(path);
+    return spec.ok() ? "" : fmt::format("{}: the capacity reader rejects it: {}", where, spec.status().message());
+  }
+  if (node["evidence"]) {
+    std::ofstream(path) << block.text;
+    const Expected<EvidenceHeader> header = ReadEvidenceFile(path);
+    return header.ok() ? "" : fmt::format("{}: the evidence reader rejects it: {}", where, header.status().message());
   }
   if (KeysWithin(node, {"models", "gpus", "links"}) && !node["racks"]) {
     std::ofstream(path) << block.text;
