@@ -289,6 +289,9 @@ TEST(RecordWriter, RoundTripsRandomRecords) {
       r.matched_prefix_tokens = static_cast<int64_t>(rng.NextBelow(100'000));
       r.queue_age_at_assignment = Duration::Nanos(static_cast<int64_t>(rng.NextBelow(2'000'000'000ULL)));
     }
+    if (r.status == RecordStatus::kRejected && rng.NextBelow(2) == 0) {  // fleet admission's estimate
+      r.retry_after = Duration::Nanos(static_cast<int64_t>(rng.NextBelow(600'000'000'000ULL)));
+    }
     written.push_back(r);
     AppendRecordJsonl(r, names, &text);
   }
