@@ -478,6 +478,72 @@ TEST(Admission, ReplayedIdReservesOnce) {
   EXPECT_EQ(a->tenant_tokens_in_flight(0), 0);
 }
 
+// A queued request whose client gives up (its cancel_at, or Simulation::Cancel) ends
+// "cancelled", and one whose deadline passes while queued ends "timeout", both without
+// reaching a replica or a counter; the requests behind them move up.
+TEST(Admission, CancelAndDeadlineWhileQueuedEndWithoutACharge) {
+  Knobs k;
+  k.max_in_flight = 1;
+  k.tenants = "{count: 1}";
+  Expected<Scenario> s = LoadScenarioText(ScenarioText(k), "admission.yaml", "");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Expected<FleetPlan> plan = Bind(*s);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  Observed seen;
+  auto created = Simulation::Create(plan->Setup(), &seen);
+  ASSERT_TRUE(created.ok());
+  Simulation& sim = **created;
+  Status invariants = Status::Ok();
+  const Admission* a = sim.component<Admission>();
+  sim.SetEventHook([&] {
+    if (invariants.ok()) invariants = sim.CheckInvariants();
+    EXPECT_LE(a->tenant_concurrent(0), 1);
+  });
+  ASSERT_TRUE(sim.Start(nullptr).ok());
+  const auto request = [](RequestId id, int64_t arrival_ms) {
+    Request r;
+    r.id = id;
+    r.tenant = 0;
+    r.arrival = SimTime() + Ms(arrival_ms);
+    r.prompt = {{static_cast<ContentId>(2000 + id), 200}};
+    r.output_tokens = 100;
+    return r;
+  };
+  ASSERT_TRUE(sim.Submit(request(1, 0)).ok());  // runs about a second
+  Request cancels = request(2, 10);
+  cancels.cancel_at = SimTime() + Ms(50);
+  ASSERT_TRUE(sim.Submit(cancels).ok());
+  Request late = request(3, 20);
+  late.deadline = SimTime() + Ms(80);
+  ASSERT_TRUE(sim.Submit(late).ok());
+  ASSERT_TRUE(sim.Submit(request(4, 30)).ok());
+  ASSERT_TRUE(sim.Submit(request(5, 40)).ok());
+  sim.Cancel(5, SimTime() + Ms(60));
+  ASSERT_TRUE(sim.RunUntil(SimTime() + Ms(100)).ok());
+  EXPECT_EQ(a->queue_length(0), 1);  // request 4
+  EXPECT_EQ(a->in_flight(), 1);
+  EXPECT_EQ(a->tenant_tokens_in_flight(0), 200);
+  ASSERT_TRUE(sim.Finish().ok());
+  EXPECT_TRUE(invariants.ok()) << invariants.message();
+  std::map<RequestId, const RequestOutcome*> by_id;
+  for (const RequestOutcome& o : seen.outcomes) by_id[o.id] = &o;
+  ASSERT_EQ(by_id.size(), 5u);
+  EXPECT_EQ(by_id[1]->status, RequestStatus::kOk);
+  EXPECT_EQ(by_id[2]->status, RequestStatus::kCancelled);
+  EXPECT_EQ(*by_id[2]->finish, SimTime() + Ms(50));
+  EXPECT_EQ(by_id[3]->status, RequestStatus::kTimeout);
+  EXPECT_EQ(*by_id[3]->finish, SimTime() + Ms(80));
+  EXPECT_EQ(by_id[4]->status, RequestStatus::kOk);
+  EXPECT_EQ(by_id[5]->status, RequestStatus::kCancelled);
+  EXPECT_EQ(*by_id[5]->finish, SimTime() + Ms(60));
+  for (RequestId id : {2, 3, 5}) EXPECT_EQ(by_id[id]->replica, -1) << id;
+  // Request 4 started when 1 ended: its first token came after 1's finish.
+  EXPECT_GT(*by_id[4]->first_token, *by_id[1]->finish);
+  EXPECT_EQ(a->figures(0).ended_waiting, 3);
+  EXPECT_EQ(a->figures(0).admitted, 2);
+  EXPECT_EQ(a->tenant_concurrent(0), 0);
+}
+
 // Capacity is counted over ready serving replicas: a replica that joins mid-run raises
 // it from 4 to 8 in flight when it is ready (after its 2 s load), and admission fills it;
 // when the first replica drains it falls back to 4, and nothing is released while the
