@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/fleet/adapter_component.h"
+#include "fleetplan/fleet/admission.h"
 #include "fleetplan/fleet/component.h"
 #include "fleetplan/fleet/disaggregation.h"
 #include "fleetplan/fleet/invalidations.h"
@@ -19,6 +20,7 @@ namespace {
 bool Always(const FleetSetup&) { return true; }
 bool HasAdapters(const FleetSetup& s) { return s.adapters.enabled; }
 bool HasReplication(const FleetSetup& s) { return s.replication.enabled; }
+bool HasAdmission(const FleetSetup& s) { return s.admission.enabled; }
 bool HasInvalidations(const FleetSetup& s) { return !s.invalidations.empty(); }
 bool HasPrefillPool(const FleetSetup& s) {
   for (const ReplicaSetup& r : s.replicas) {
@@ -50,6 +52,7 @@ const std::vector<FleetComponentRow>& FleetComponents() {
       {"adapters", &HasAdapters, &Make<AdapterComponent>},
       {"replication", &HasReplication, &MakeReplication},
       {"invalidations", &HasInvalidations, &Make<Invalidations>},
+      {"admission", &HasAdmission, &Make<Admission>},
       {"disaggregation", &HasPrefillPool, &Make<Disaggregation>},
       {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
       {"replica-losses", &ReplicaLosses::Wanted, &Make<ReplicaLosses>},

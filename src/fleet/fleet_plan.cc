@@ -95,6 +95,44 @@ Json PoolJson(const BoundPool& p) {
               {"step_model", p.cost->Describe()}};
 }
 
+Json QuotaJson(const TenantQuota& q) {
+  Json j = Json::object();
+  if (q.max_concurrent) j["max_concurrent"] = *q.max_concurrent;
+  if (q.max_tokens_in_flight) j["max_tokens_in_flight"] = *q.max_tokens_in_flight;
+  if (q.token_rate) {
+    j["token_rate"] = *q.token_rate;
+    j["burst"] = q.burst;
+  }
+  return j;
+}
+
+Json AdmissionJson(const AdmissionConfig& a) {
+  Json classes = Json::array();
+  for (const AdmissionClass& c : a.classes) {
+    classes.push_back({{"name", c.name},
+                       {"priority", c.priority},
+                       {"max_queue", c.max_queue},
+                       {"max_wait_ns", c.max_wait.ns()},
+                       {"reserve_kv", c.worst_case_kv ? "worst-case" : "prompt"},
+                       {"aging_margin_ns", c.aging_margin ? Json(c.aging_margin->ns()) : Json()}});
+  }
+  Json rules = Json::array();
+  for (const AdmissionConfig::Rule& r : a.rules) {
+    rules.push_back({{r.by_tenant ? "tenant" : "workload_class", r.handle}, {"class", r.admission_class}});
+  }
+  Json tenants = Json::object();
+  for (size_t t = 0; t < a.tenant_quotas.size(); ++t) {
+    if (a.tenant_quotas[t]) tenants[a.tenant_names[t]] = QuotaJson(*a.tenant_quotas[t]);
+  }
+  return Json{{"classes", std::move(classes)},
+              {"rules", std::move(rules)},
+              {"default_class", a.default_class},
+              {"max_in_flight_per_replica",
+               a.max_in_flight_per_replica ? Json(*a.max_in_flight_per_replica) : Json()},
+              {"tenant_quota", QuotaJson(a.default_quota)},
+              {"tenants", std::move(tenants)}};
+}
+
 }  // namespace
 
 int64_t FleetPlan::replicas() const {
@@ -123,6 +161,7 @@ FleetSetup FleetPlan::Setup() const {
   setup.invalidations = invalidations;
   setup.disaggregation = disaggregation;
   setup.replication = replication;
+  setup.admission = admission;
   setup.timeseries.interval = output.timeseries_interval;
   setup.replica_losses = replica_losses;
   return setup;
@@ -171,6 +210,7 @@ Json FleetPlan::ToJson() const {
                              {"delay_probability", d.faults.delay_probability},
                              {"failure_probability", d.faults.failure_probability}}}};
   }
+  if (admission.enabled) j["admission"] = AdmissionJson(admission);
   if (serve_faults.any()) {
     Json errors = Json::object();
     for (const auto& [status, p] : serve_faults.errors) errors[std::to_string(status)] = p;
@@ -226,6 +266,7 @@ Expected<FleetPlan> Bind(const Scenario& s) {
   // (a probe of the source; generators know every name up front).
   FP_ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> probe, MakeRequestSource(s.workload, s.seed));
   FP_ASSIGN_OR_RETURN(plan.invalidations, ResolveInvalidations(s.events, probe->names()));
+  FP_ASSIGN_OR_RETURN(plan.admission, ResolveAdmission(s.admission, probe->names()));
   return plan;
 }
 

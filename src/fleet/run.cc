@@ -45,7 +45,9 @@ class RunSink final : public EngineObserver, public FleetObserver {
 
   void OnRequestDone(const RequestOutcome& o) override {
     RequestRecord r = ToRequestRecord(o);
-    if (const RouteInfo* route = sim_ != nullptr ? sim_->route_of(o.id) : nullptr) {
+    // An outcome without a replica was never routed (a live route of its id, if any, is
+    // another request's: admission's duplicates).
+    if (const RouteInfo* route = sim_ != nullptr && o.replica >= 0 ? sim_->route_of(o.id) : nullptr) {
       r.replica = route->replica;
       r.matched_prefix_tokens = route->matched_prefix_tokens;
       r.queue_age_at_assignment = route->queue_age;

@@ -64,5 +64,7 @@ Status ReadFaults(const YamlNode& node, Scenario& s);
 Status ReadEvents(const YamlNode& node, Scenario& s);
 // router.replication (replication.cc); needs the router and the prefix cache read.
 Status ReadReplication(const YamlNode& node, Scenario& s);
+// admission (admission.cc); needs the engine read.
+Status ReadAdmission(const YamlNode& node, Scenario& s);
 
 }  // namespace fleetplan::section

@@ -181,6 +181,7 @@ void Simulation::RebuildReadyLists() {
 void Simulation::SetState(int32_t replica, ReplicaState state) {
   table_[static_cast<size_t>(replica)].state = state;
   RebuildReadyLists();
+  for (const auto& c : components_) c->OnReplicaState(replica, state, now_);
 }
 
 Expected<int32_t> Simulation::AddReplica(const ReplicaSetup& setup, SimTime at, Duration load_time) {
@@ -346,6 +347,9 @@ Status Simulation::Submit(const Request& request) {
   }
   if (!first_arrival_ || request.arrival < *first_arrival_) first_arrival_ = request.arrival;
   if (!pushed_.emplace(request.id, request).second) {
+    for (const auto& c : components_) {
+      if (c->ConsumeDuplicate(request, now_)) return Status::Ok();
+    }
     return InvalidInput(fmt::format("request {} was already submitted", request.id));
   }
   queue_.Push(request.arrival, this, kPushedArrival, -1, request.id);
@@ -427,7 +431,7 @@ SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime 
   info.replica = d.replica;
   info.matched_prefix_tokens = d.matched_prefix_tokens;
   info.arrival_ns = r.arrival.ns();
-  // Routed in arrival order, so the front is the oldest; entries of requests that got a
+  // Kept in routing order, so the front is the oldest; entries of requests that got a
   // first token or ended are dropped from the front lazily (amortized O(1)).
   auto& awaiting = rep.awaiting_first_token;
   while (!awaiting.empty()) {
@@ -441,16 +445,8 @@ SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime 
   SimTime ready = now;
   for (const auto& c : components_) ready = std::max(ready, c->OnRouted(r, d.replica, now, info));
   routes_[r.id] = info;
-  if (awaiting.empty() || awaiting.back().first <= info.arrival_ns) {
-    awaiting.emplace_back(info.arrival_ns, r.id);
-  } else {
-    // A request requeued from a lost replica arrived before those routed here since:
-    // it takes its place in arrival order (rare, so linear).
-    const std::pair<int64_t, RequestId> entry{info.arrival_ns, r.id};
-    const auto at = std::upper_bound(awaiting.begin(), awaiting.end(), entry,
-                                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    awaiting.insert(at, entry);
-  }
+  FP_ASSERT(awaiting.empty() || awaiting.back().first <= now.ns());
+  awaiting.emplace_back(now.ns(), r.id);
   if (fleet_observer_ != nullptr) {
     fleet_observer_->OnRoute({now, r.id, d.replica, stage, d.matched_prefix_tokens, info.queue_age});
   }
@@ -480,6 +476,7 @@ void Simulation::SubmitTo(int32_t replica, const Request& r, SimTime now, bool s
 }
 
 void Simulation::OnEnded(const RequestOutcome& o) {
+  if (o.replica < 0) return;  // never routed (a live route of this id is another request's)
   const auto it = routes_.find(o.id);
   if (it == routes_.end()) return;
   for (const auto& c : components_) c->OnRequestEnded(o.id, it->second);
@@ -517,7 +514,8 @@ void Simulation::CancelOn(int32_t replica, RequestId id, SimTime now) {
   MaybeStart(replica, now);
 }
 
-void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason) {
+void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason,
+                            std::optional<Duration> retry_after) {
   RequestOutcome o;
   o.id = r.id;
   o.class_id = r.class_id;
@@ -528,6 +526,7 @@ void Simulation::EndInFleet(const Request& r, int32_t replica, RequestStatus sta
   o.finish = now;
   o.input_tokens = r.prompt_tokens();
   o.reason = std::move(reason);
+  o.retry_after = retry_after;
   forwarder_->OnRequestDone(o);
 }
 
@@ -556,6 +555,7 @@ RequestRecord ToRequestRecord(const RequestOutcome& o) {
   r.output_tokens = o.output_tokens;
   if (o.output_tokens >= 2) r.itl_max = o.itl_max;
   if (o.status != RequestStatus::kOk) r.reason = o.reason;
+  r.retry_after = o.retry_after;
   return r;
 }
 
@@ -780,7 +780,7 @@ Status Simulation::CheckInvariants() const {
     for (size_t k = 0; k < rep.awaiting_first_token.size(); ++k) {
       const auto& [arrival, id] = rep.awaiting_first_token[k];
       if (k > 0 && rep.awaiting_first_token[k - 1].first > arrival) {
-        return InternalError(fmt::format("replica {}'s awaiting queue is out of arrival order", rep.engine->replica()));
+        return InternalError(fmt::format("replica {}'s awaiting queue is out of routing order", rep.engine->replica()));
       }
       const auto it = routes_.find(id);
       if (it != routes_.end() && it->second.awaiting_first_token) {
@@ -816,7 +816,7 @@ Status Simulation::CheckInvariants() const {
   int64_t copies = 0;
   for (const auto& c : components_) {
     FP_RETURN_IF_ERROR(c->CheckInvariants());
-    held += c->held_requests();
+    held += c->held_requests() - c->held_unrouted();
     copies += c->held_in_engines();
   }
   const int64_t routed = static_cast<int64_t>(routes_.size());

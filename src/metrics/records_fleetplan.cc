@@ -22,12 +22,13 @@ namespace {
 enum Key : size_t {
   kId, kClass, kTenant, kArrival, kFirstToken, kFinish, kStatus,
   kInputTokens, kOutputTokens, kItlMs, kItlMaxMs, kValid, kReplica, kMatchedPrefixTokens,
-  kQueueAgeAtAssignment, kReason, kKeyCount
+  kQueueAgeAtAssignment, kReason, kRetryAfter, kKeyCount
 };
 constexpr std::array<std::string_view, kKeyCount> kKeys = {
     "id",           "class",        "tenant",        "arrival_s",  "first_token_s", "finish_s",
     "status",       "input_tokens", "output_tokens", "itl_ms",     "itl_max_ms",    "valid",
-    "replica",      "matched_prefix_tokens",         "queue_age_at_assignment_ms", "reason"};
+    "replica",      "matched_prefix_tokens",         "queue_age_at_assignment_ms", "reason",
+    "retry_after_s"};
 constexpr std::array<Key, 8> kRequired = {kId,     kClass,       kArrival,     kFirstToken,
                                           kFinish, kStatus,      kInputTokens, kOutputTokens};
 
@@ -152,6 +153,12 @@ class LineParser {
         std::string_view reason;
         if (!ReadText(c, &reason)) return false;
         record_.reason = std::string(reason);
+        return true;
+      }
+      case kRetryAfter: {
+        SimTime after;
+        if (!ReadSeconds(c, &after)) return false;
+        record_.retry_after = after - SimTime();
         return true;
       }
       case kKeyCount: break;

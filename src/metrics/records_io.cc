@@ -100,6 +100,7 @@ void AppendRecordJsonl(const RequestRecord& r, const WorkloadNames& names, std::
                    r.queue_age_at_assignment->millis());
   }
   if (!r.reason.empty()) fmt::format_to(std::back_inserter(*out), ",\"reason\":{}", Json(r.reason).dump());
+  if (r.retry_after) fmt::format_to(std::back_inserter(*out), ",\"retry_after_s\":{}", r.retry_after->seconds());
   out->append("}\n");
 }
 

@@ -203,6 +203,8 @@ enum class Variant {
   kWeighted,         // router.policy: weighted
   kAdapterAware,     // router.policy: adapter-aware
   kAdapters,         // engine.adapters with size and memory_budget
+  kAdmission,        // admission with one class given no keys
+  kAdmissionQuota,   // kAdmission + admission.tenant_quota.token_rate
 };
 
 std::string TextOf(Variant v) {
@@ -222,6 +224,9 @@ std::string TextOf(Variant v) {
     case Variant::kWeighted: return Minimal("router: {policy: weighted}\n");
     case Variant::kAdapterAware: return Minimal("router: {policy: adapter-aware}\n");
     case Variant::kAdapters: return Minimal("engine: {adapters: {size: 100MiB, memory_budget: 1GiB}}\n");
+    case Variant::kAdmission: return Minimal("admission: {classes: {chat: {}}}\n");
+    case Variant::kAdmissionQuota:
+      return Minimal("admission: {classes: {chat: {}}, tenant_quota: {token_rate: 1000/s}}\n");
   }
   return "";
 }
@@ -230,7 +235,8 @@ const std::vector<Variant>& AllVariants() {
   static const std::vector<Variant> all = {
       Variant::kMinimal,      Variant::kPools,         Variant::kFaultsDelay,      Variant::kFaultsFailure,
       Variant::kPrefixCache,  Variant::kReplication,   Variant::kPriorityAging,    Variant::kLeastOutstanding,
-      Variant::kWeighted,     Variant::kAdapterAware,  Variant::kAdapters};
+      Variant::kWeighted,     Variant::kAdapterAware,  Variant::kAdapters,         Variant::kAdmission,
+      Variant::kAdmissionQuota};
   return all;
 }
 
@@ -450,6 +456,17 @@ const std::vector<Row>& Rows() {
        Promised()},
       {"router.adapter_aware.affinity", Variant::kAdapterAware,
        [](S s) { return Num(s.router.adapter_aware.affinity); }, Promised()},
+      {"admission.classes.<name>.priority", Variant::kAdmission,
+       [](S s) { return Int(s.admission.classes.at(0).priority); }, Exact("admission.classes.chat.priority: 0 (not given)")},
+      {"admission.classes.<name>.max_queue", Variant::kAdmission,
+       [](S s) { return Int(s.admission.classes.at(0).max_queue); },
+       Exact("admission.classes.chat.max_queue: 1000 (not given)")},
+      {"admission.classes.<name>.max_wait", Variant::kAdmission,
+       [](S s) { return DurationText(s.admission.classes.at(0).max_wait); },
+       Exact("admission.classes.chat.max_wait: 10000 ms (not given)")},
+      {"admission.classes.<name>.reserve_kv", Variant::kAdmission,
+       [](S s) { return std::string(s.admission.classes.at(0).worst_case_kv ? "worst-case" : "prompt"); },
+       Exact("admission.classes.chat.reserve_kv: prompt (not given)")},
       {"output.requests", Variant::kMinimal, [](S s) { return Bool(s.output.requests); }, Promised()},
       {"output.timeline", Variant::kMinimal, [](S s) { return Bool(s.output.timeline); }, Promised()},
       {"output.timeseries_interval", Variant::kMinimal,
@@ -651,6 +668,89 @@ const std::vector<NonConstant>& NonConstants() {
          EXPECT_EQ(named->output.dir, "out/atlas-x");
        }},
 
+      {"admission.classes", "required when admission is given", NonConstant::kRequired,
+       [] { ExpectRejected(Minimal("admission: {default_class: chat}\n"), "admission.classes"); }},
+      {"admission.classes.<name>.aging_margin", "max_wait / 4", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAdmission);
+         ASSERT_NE(s, nullptr);
+         ASSERT_TRUE(s->admission.classes.at(0).aging_margin.has_value());
+         EXPECT_EQ(*s->admission.classes.at(0).aging_margin, Ms(2500));
+         EXPECT_TRUE(HasNote(s->derived, "admission.classes.chat.aging_margin: 2500 ms (max_wait / 4; not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"admission.default_class", "the first class", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAdmission);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->admission.default_class, 0);
+         EXPECT_TRUE(HasNote(s->derived, "admission.default_class: chat (the first class; not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"admission.max_in_flight_per_replica", "engine.scheduler.max_running", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAdmission);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->admission.max_in_flight_per_replica.has_value());
+         EXPECT_TRUE(HasNote(s->derived, "admission.max_in_flight_per_replica: 256 (engine.scheduler.max_running; not "
+                                         "given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"admission.tenant_quota.burst", "one second of token_rate", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAdmissionQuota);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->admission.default_quota.burst, 1000);
+         EXPECT_TRUE(HasNote(s->derived, "admission.tenant_quota.burst: 1000 (one second of token_rate; not given)"))
+             << JoinNotes(s->derived);
+       }},
+
+      // "none": absent = the feature is off.
+      {"admission", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->admission.enabled);
+       }},
+      {"admission.assign", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAdmission);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(s->admission.rules.empty());
+       }},
+      {"admission.tenants", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAdmission);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(s->admission.overrides.empty());
+       }},
+      // No limit: listed in notes as "unlimited" (or the whole quota as "none").
+      {"admission.tenant_quota.max_concurrent", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAdmissionQuota);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->admission.default_quota.max_concurrent.has_value());
+         EXPECT_TRUE(HasNote(s->derived, "admission.tenant_quota.max_concurrent: unlimited (not given)"))
+             << JoinNotes(s->derived);
+         const Scenario* none = Get(Variant::kAdmission);
+         ASSERT_NE(none, nullptr);
+         EXPECT_TRUE(HasNote(none->derived, "admission.tenant_quota: none (no tenant limits; not given)"))
+             << JoinNotes(none->derived);
+       }},
+      {"admission.tenant_quota.max_tokens_in_flight", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAdmissionQuota);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->admission.default_quota.max_tokens_in_flight.has_value());
+         EXPECT_TRUE(HasNote(s->derived, "admission.tenant_quota.max_tokens_in_flight: unlimited (not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"admission.tenant_quota.token_rate", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAdmission);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->admission.default_quota.token_rate.has_value());
+       }},
       // "none": absent = the feature is off.
       // No user catalog: every name resolves against the built-in one, and no catalog input
       // is listed.

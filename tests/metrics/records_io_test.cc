@@ -103,7 +103,7 @@ TEST(FleetplanRecords, UnknownFieldSuggestsTheNearest) {
             "records.jsonl:1:24: unknown field 'arival_s'; did you mean 'arrival_s'? (valid: id, "
             "class, tenant, arrival_s, first_token_s, finish_s, status, input_tokens, "
             "output_tokens, itl_ms, itl_max_ms, valid, replica, matched_prefix_tokens, "
-            "queue_age_at_assignment_ms, reason)\n"
+            "queue_age_at_assignment_ms, reason, retry_after_s)\n"
             "    1 | {\"id\":0,\"class\":\"chat\",\"arival_s\":1}\n"
             "      |                        ^\n");
 }
@@ -288,6 +288,9 @@ TEST(RecordWriter, RoundTripsRandomRecords) {
       r.replica = static_cast<int64_t>(rng.NextBelow(16));
       r.matched_prefix_tokens = static_cast<int64_t>(rng.NextBelow(100'000));
       r.queue_age_at_assignment = Duration::Nanos(static_cast<int64_t>(rng.NextBelow(2'000'000'000ULL)));
+    }
+    if (r.status == RecordStatus::kRejected && rng.NextBelow(2) == 0) {  // fleet admission's estimate
+      r.retry_after = Duration::Nanos(static_cast<int64_t>(rng.NextBelow(600'000'000'000ULL)));
     }
     written.push_back(r);
     AppendRecordJsonl(r, names, &text);

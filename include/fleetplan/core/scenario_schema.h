@@ -17,7 +17,7 @@ inline constexpr int64_t kVersion = 1;
 // `catalog`: user catalog file(s) (catalog/catalog.h), paths relative to the scenario.
 inline const std::vector<std::string> kRoot = {"version", "name",     "seed",     "model", "hardware", "deployment",
                                                "engine",  "router",   "workload", "slo",   "output",   "faults",
-                                               "catalog"};
+                                               "catalog", "admission"};
 inline const std::vector<std::string> kModel = {"name", "spec", "weight_dtype", "kv_dtype", "kv_window", "max_context"};
 inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_node", "intra_node_link",
                                                    "inter_node_link"};
@@ -54,6 +54,13 @@ inline const std::vector<std::string> kReplication = {"replica_rate", "prefix_to
                                                       "add_above",    "remove_below",  "min_hold"};
 // router.adapter_aware: the adapter-aware router's weights.
 inline const std::vector<std::string> kRouterAdapterAware = {"load", "affinity"};
+// admission: classes, tenant quotas and bounded queues in front of the router (fleet/admission.h).
+inline const std::vector<std::string> kAdmission = {"classes", "assign", "default_class", "max_in_flight_per_replica",
+                                                    "tenant_quota", "tenants"};
+inline const std::vector<std::string> kAdmissionClass = {"priority", "max_queue", "max_wait", "reserve_kv",
+                                                         "aging_margin"};
+inline const std::vector<std::string> kAdmissionRule = {"tenant", "workload_class", "class"};
+inline const std::vector<std::string> kTenantQuota = {"max_concurrent", "max_tokens_in_flight", "token_rate", "burst"};
 inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline", "timeseries_interval", "html"};
 
 }  // namespace fleetplan::scenario_keys

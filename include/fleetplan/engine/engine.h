@@ -181,6 +181,7 @@ struct RequestOutcome {
   int32_t preemptions = 0;
   int64_t cached_tokens = 0;         // tokens taken from the prefix cache, over admissions
   std::string reason;                // for rejections: why
+  std::optional<Duration> retry_after;  // fleet admission's rejections: when to try again
 };
 
 // One step as it ran, for timelines and statistics.

@@ -12,7 +12,7 @@
 //
 // Hooks in the order a request meets them:
 //   OnArrival     every arrival, before any Dispatch (observers: time series)
-//   Dispatch      an arrival; true = the component took the request (pools)
+//   Dispatch      an arrival; true = the component took the request (admission, pools)
 //   Route         the decision among the candidates; a value = this decision (replication)
 //   FillView      the router's per-request belief about one replica (prefixes, adapters)
 //   OnRouted      a decision was booked; returns when the request may start (adapters)
@@ -50,6 +50,7 @@ namespace fleetplan {
 class Simulation;
 struct FleetSetup;
 struct RouteInfo;
+enum class ReplicaState : int;
 
 class FleetComponent : public EventHandler {
  public:
@@ -61,6 +62,8 @@ class FleetComponent : public EventHandler {
   virtual Status OnReplicaAdded(int32_t id) { (void)id; return Status::Ok(); }
   // The simulation starts at `now` (schedule the first events).
   virtual void OnStart(SimTime now) { (void)now; }
+  // Replica `id` entered `state` (its lifecycle, simulation.h) at `now`.
+  virtual void OnReplicaState(int32_t id, ReplicaState state, SimTime now) { (void)id; (void)state; (void)now; }
 
   virtual void OnArrival(const Request& r, SimTime now) { (void)r; (void)now; }
   virtual bool Dispatch(const Request& r, SimTime now) { (void)r; (void)now; return false; }
@@ -81,6 +84,9 @@ class FleetComponent : public EventHandler {
   // prompt-only prefill): its tokens are not the client's.
   virtual bool IsStageCopy(int32_t replica, RequestId id) { (void)replica; (void)id; return false; }
   virtual bool ConsumeCancel(RequestId id, SimTime now) { (void)id; (void)now; return false; }
+  // Simulation::Submit of an id already submitted and not arrived; true = the component
+  // takes the second request and ends it (else Submit refuses it).
+  virtual bool ConsumeDuplicate(const Request& r, SimTime now) { (void)r; (void)now; return false; }
   virtual void AfterRelease(int32_t replica, SimTime now) { (void)replica; (void)now; }
   // Replica `replica` was lost (its drain's grace ran out): the component gives up the
   // routed requests it holds bound for it that no engine of it holds (releasing its own
@@ -104,8 +110,11 @@ class FleetComponent : public EventHandler {
   // any), and how many of those are also live in an engine (a prompt-only copy on a
   // prefill replica, an import in progress): the fleet's invariants count each request
   // in exactly one place.
+  // Of the held requests, those not routed yet (an admission queue) are left out of the
+  // routed recount.
   virtual int64_t held_requests() const { return 0; }
   virtual int64_t held_in_engines() const { return 0; }
+  virtual int64_t held_unrouted() const { return 0; }
   virtual Status CheckInvariants() const { return Status::Ok(); }
   // Adds the component's fields to replica `id`'s entry of report.json `replicas` and
   // `engine.replicas` (`engine` is that replica's engine entry).

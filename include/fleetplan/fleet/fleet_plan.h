@@ -55,6 +55,7 @@ struct FleetPlan {
   ServeFaults serve_faults;             // faults.serve (the emulator only); in ToJson when set
   LinkSpec transfer_link;               // with a prefill pool
   ReplicationConfig replication;
+  AdmissionConfig admission;  // resolved against the workload's names; in ToJson when enabled
   std::vector<TimedInvalidation> invalidations;
   std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (set by callers: capacity)
   WorkloadSpec workload;

@@ -60,6 +60,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
+#include "fleetplan/fleet/admission.h"
 #include "fleetplan/fleet/component.h"
 #include "fleetplan/fleet/event_queue.h"
 #include "fleetplan/fleet/pools.h"
@@ -100,6 +101,7 @@ struct FleetSetup {
   ReplicationConfig replication;        // hot-prefix placement; needs prefix tracking
   TimeSeriesConfig timeseries;          // report.json `timeseries`; off (interval 0) by default
   std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (fleet/replica_loss.h)
+  AdmissionConfig admission;            // classes, quotas, bounded queues (admission.h); off by default
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
@@ -222,7 +224,8 @@ class Simulation final : public EventHandler {
   // `at` (an unknown or ended id is ignored then); RunUntil runs every event up to and
   // including `t` and leaves the clock at t; Finish runs to the end and checks that every
   // request ended and every block was released.
-  // REQUIRES: Start before the others; Submit: arrival >= now(), id unique.
+  // REQUIRES: Start before the others; Submit: arrival >= now(), id unique (a component
+  // may take a duplicate of a request not yet arrived instead: admission ends it).
   Status Start(RequestSource* source, const ProgressFn& progress = {});
   Status Submit(const Request& request);
   void Cancel(RequestId id, SimTime at);
@@ -326,8 +329,10 @@ class Simulation final : public EventHandler {
   // Tells the components that `tokens` of `r` were sent to `replica`.
   void NoteDispatch(const Request& r, int32_t replica, int64_t tokens);
   void SubmitTo(int32_t replica, const Request& r, SimTime now, bool schedule_cancel = true);
-  // Ends a request the fleet holds (not in any engine) with `status`.
-  void EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason);
+  // Ends a request the fleet holds (not in any engine) with `status`; replica -1: one
+  // never routed. `retry_after`: a rejection's estimate of when to try again.
+  void EndInFleet(const Request& r, int32_t replica, RequestStatus status, SimTime now, std::string reason,
+                  std::optional<Duration> retry_after = std::nullopt);
   // Schedules this request's client cancellation (kernel event; the replica is looked up
   // when it fires).
   void ScheduleCancel(const Request& r, SimTime now);
@@ -355,7 +360,7 @@ class Simulation final : public EventHandler {
     std::unique_ptr<Engine> engine;
     ReplicaState state = ReplicaState::kReady;
     ReplicaFigures figures;
-    // Requests routed here, in routing (= arrival) order: (arrival ns, id). The front
+    // Requests routed here, in routing order: (routed at ns, id). The front
     // entries whose request got a first token or ended are dropped when the oldest
     // awaiting one is asked for.
     std::deque<std::pair<int64_t, RequestId>> awaiting_first_token;

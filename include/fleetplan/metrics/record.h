@@ -77,6 +77,9 @@ struct RequestRecord {
   // Why a simulated request did not finish ok, as the engine or fleet said it (empty when
   // it did, and in measured records). A rejection for length starts with "context".
   std::string reason;
+  // A rejection's non-binding estimate of when a retry could be admitted (fleet
+  // admission); absent otherwise.
+  std::optional<Duration> retry_after;
 
   bool operator==(const RequestRecord&) const = default;
 };
