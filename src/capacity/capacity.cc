@@ -265,7 +265,16 @@ double TotalDemand(const CapacitySpec& cs) {
 Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<LayoutChoice>& layout) {
   std::vector<std::shared_ptr<YamlDocument>> keep;
   LayoutCapacity out;
-  FP_ASSIGN_OR_RETURN(auto one, OneReplica(cs, layout, keep));
+  auto bound = OneReplica(cs, layout, keep);
+  if (!bound.ok() && bound.status().code() == StatusCode::kCheckFailed && layout) {
+    // One replica of this layout does not fit its GPUs: the layout is infeasible, the others
+    // are still sized.
+    out.layout = *layout;
+    out.gpus_per_replica = layout->tp * layout->pp;
+    out.reason = bound.status().message();
+    return out;
+  }
+  FP_ASSIGN_OR_RETURN(auto one, std::move(bound));
   const auto& [spec, plan] = one;
   const Parallelism& par = plan.primary_pool().fit.memory.layout;
   out.layout = layout.value_or(LayoutChoice{par.tp, par.pp, std::nullopt});

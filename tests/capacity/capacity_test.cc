@@ -351,3 +351,36 @@ TEST_F(Capacity, TheSizedFleetSurvivesItsDecidingLossInSimulationAndAFleetWithou
 
 }  // namespace
 }  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+TEST(CapacityLayouts, ALayoutThatDoesNotFitOneReplicaIsInfeasibleAndTheOthersAreSized) {
+  auto spec = LoadCapacitySpecText(R"(version: 1
+scenario: {builtin: atlas}
+demand: {east: 10/s}
+domains: {a: {region: east, gpus: 64}, b: {region: east, gpus: 64}}
+survive: any-one-domain
+replica_capacity: {rate: 2/s}
+layouts: [{tp: 1}, {tp: 4}]
+price: {on_demand: 4/gpu-h}
+)",
+                                   "cap.yaml", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  CapacityOptions opt;
+  opt.verify = false;
+  auto r = SizeCapacity(*spec, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->layouts.size(), 2u);
+  EXPECT_FALSE(r->layouts[0].ok);
+  EXPECT_NE(r->layouts[0].reason.find("leaves no memory for KV cache"), std::string::npos) << r->layouts[0].reason;
+  ASSERT_TRUE(r->chosen.has_value());
+  EXPECT_EQ(*r->chosen, 1u);
+  EXPECT_EQ(r->layouts[1].per_domain, (std::vector<int64_t>{5, 5}));  // 10/s at 2/s: each domain carries all 5
+  const Json j = CapacityJson(*r);
+  EXPECT_EQ(j["chosen_layout"], "tp4");
+  EXPECT_EQ(j["layouts"][0]["feasible"], false);
+}
+
+}  // namespace
+}  // namespace fleetplan
