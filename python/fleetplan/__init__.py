@@ -30,7 +30,7 @@ from ._scenario import Scenario, as_scenario as _as_scenario
 
 __all__ = [
     "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
-    "UsageError", "fit", "layout", "simulate", "sweep",
+    "UsageError", "capacity", "fit", "layout", "rollout_compare", "simulate", "sweep",
 ]
 
 
@@ -172,6 +172,38 @@ def fit(**flags):
             raise TypeError("fit(scenario=...) reads a scenario file; save this Scenario first (Scenario.save)")
         flags["scenario"] = s._value
     return _run_json(_flags("fit", _FIT_FLAGS, flags))
+
+
+def capacity(spec, jobs=None, verify=True, out=None):
+    """`fleetplan capacity SPEC --json` (docs/capacity.md): the fleet a peak demand needs
+    across failure domains, priced and (with `verify`) simulated through its deciding loss.
+    Returns capacity.json as a dict. Over budget, no feasible layout, or a fleet that misses
+    its targets after the loss is an answer (`within_budget`, `feasible`,
+    `simulated_after_loss.meets_targets`), not an error. `spec` is a path; with `out` the
+    verb also leaves OUT/capacity.json there (else it writes to a scratch folder)."""
+    import tempfile
+    if jobs is not None:
+        _count("jobs", jobs, 1)
+    with tempfile.TemporaryDirectory(prefix="fleetplan-capacity-") as scratch:
+        args = ["capacity", _text(spec), "--json", "--quiet", "--out", _text(out) if out is not None else scratch]
+        if jobs is not None:
+            args += ["--jobs", str(jobs)]
+        if not verify:
+            args.append("--no-verify")
+        return _run_json(args)
+
+
+def rollout_compare(candidate, baseline, metrics=None, tolerance="5%", alpha=0.05, min_samples=50,
+                    format="fleetplan"):
+    """`fleetplan rollout compare --json` (docs/rollout.md): candidate records against a
+    baseline's, per workload class and pooled. Returns the comparison as a dict; a fail or a
+    hold is an answer (result["verdict"]), not an error."""
+    args = ["rollout", "compare", "--json", "--candidate", _text(candidate), "--baseline", _text(baseline),
+            "--tolerance", _text(tolerance), "--alpha", str(alpha), "--min-samples", str(min_samples),
+            "--format", format]
+    for m in metrics or []:
+        args += ["--metric", m]
+    return _run_json(args)
 
 
 def layout(**flags):
