@@ -13,7 +13,9 @@
 #include "fleetplan/capacity/capacity.h"
 #include "fleetplan/capacity/spec.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/fleet/run.h"
 #include "fleetplan/core/progress.h"
+#include "fleetplan/report/capacity_page.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -25,6 +27,7 @@ struct CapacityFlags {
   bool json = false;
   bool quiet = false;
   bool no_verify = false;
+  bool no_html = false;
 };
 
 // Why the run exits 1 although it produced a result, or empty.
@@ -73,10 +76,19 @@ Status RunCapacity(const CapacityFlags& f, std::ostream& out, std::ostream& err)
   FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(doc));
   const std::string path = dir + "/capacity.json";
   FP_RETURN_IF_ERROR(WriteFileAtomic(path, text));
+  std::string written = path;
+  const std::string html = dir + "/capacity.html";
+  if (!f.no_html) {
+    FP_RETURN_IF_ERROR(WriteFileAtomic(html, report::CapacityHtml(doc)));
+    written += ", " + html;
+  } else {
+    std::vector<std::string> removed;
+    FP_RETURN_IF_ERROR(RemoveStaleOutput(html, false, &removed));
+  }
   if (f.json) {
     out << text;
   } else {
-    out << CapacityText(*result) << fmt::format("wrote {}\n", path);
+    out << CapacityText(*result) << fmt::format("wrote {}\n", written);
   }
   const std::string verdict = Verdict(doc);
   if (!verdict.empty()) return Status(StatusCode::kCheckFailed, verdict);
@@ -100,9 +112,11 @@ void RegisterCapacityVerb(CLI::App& app, VerbAction& action) {
   sub->add_flag("--json", flags->json, "Print capacity.json to stdout instead of the summary");
   sub->add_flag("--quiet", flags->quiet, "No progress line on stderr");
   sub->add_flag("--no-verify", flags->no_verify, "Skip the simulation of the chosen fleet through its deciding loss");
+  sub->add_flag("--no-html", flags->no_html, "Do not write capacity.html");
   sub->footer(
       "Output: DIR/capacity.json (requirements, binding, loss_scenarios, set_by, fleet, cost, within_budget,\n"
-      "simulated_after_loss; the chosen layout at the top level, every layout under `layouts`).\n"
+      "simulated_after_loss; the chosen layout at the top level, every layout under `layouts`) and\n"
+      "DIR/capacity.html (the same figures as charts and tables; opens offline).\n"
       "Exit codes: 0 sized and verified; 1 over budget (the safe fleet is reported, never shrunk), no fleet fits\n"
       "the domains, or the simulated fleet misses its targets after the loss; 2 usage error; 3 invalid spec.\n"
       "Examples:\n"

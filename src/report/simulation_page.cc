@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/report/svg.h"
+#include "report/json_view.h"
 
 namespace fleetplan::report {
 namespace {
@@ -15,40 +16,12 @@ namespace {
 // and the replica table cover every one.
 constexpr size_t kMaxReplicaLines = 12;
 
-const Json& Get(const Json& j, std::string_view key) {
-  static const Json kNull;
-  if (!j.is_object()) return kNull;
-  const auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-const Json& Get(const Json& j, std::string_view a, std::string_view b) { return Get(Get(j, a), b); }
-
-double Num(const Json& j) { return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN(); }
-std::string N(const Json& j, int digits = 3) { return j.is_number() ? FormatNumber(Num(j), digits) : "-"; }
-std::string Pct(const Json& j) { return j.is_number() ? FormatNumber(Num(j) * 100, 4) + "%" : "-"; }
-std::string Text(const Json& j) {
-  if (j.is_string()) return HtmlEscape(j.get<std::string>());
-  if (j.is_null()) return "-";
-  return HtmlEscape(j.dump());
-}
-std::vector<double> Doubles(const Json& j) {
-  std::vector<double> out;
-  if (!j.is_array()) return out;
-  for (const Json& v : j) out.push_back(Num(v));
-  return out;
-}
-
 std::vector<std::string> ClassNames(const Json& report) {
   std::vector<std::string> names;
   for (const auto& [name, value] : Get(report, "classes").items()) names.push_back(name);
   return names;
 }
 
-std::string Charts(const std::vector<std::string>& svgs) {
-  std::string out = "<div class=\"charts\">";
-  for (const std::string& s : svgs) out += s;
-  return out + "</div>";
-}
 
 // The metrics of a report, with their objective names.
 struct Metric {

@@ -1,4 +1,5 @@
 // `fleetplan capacity` as a user runs it: files, exit codes, --json.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -70,7 +71,12 @@ TEST_F(CapacityVerb, WritesCapacityJsonWithTheContractKeys) {
   auto r = RunFleetplan({"capacity", "cap.yaml", "--out", "o", "--no-verify", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("(sets the size)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("wrote o/capacity.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote o/capacity.json, o/capacity.html"), std::string::npos) << r.out;
+  const std::string html = Read("o/capacity.html");
+  for (const char* id : {"decision", "requirements", "losses", "placement", "simulated", "inputs"}) {
+    EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
+  }
+  EXPECT_EQ(html.find("<script"), std::string::npos);
   const Json j = Json::parse(Read("o/capacity.json"));
   EXPECT_EQ(j["kind"], "fleetplan-capacity");
   for (const char* dim : {"prompt", "decode", "concurrency"}) EXPECT_TRUE(j["requirements"][dim].contains("replicas")) << dim;
@@ -87,6 +93,10 @@ TEST_F(CapacityVerb, WritesCapacityJsonWithTheContractKeys) {
   auto json = RunFleetplan({"capacity", "cap.yaml", "--out", "o2", "--no-verify", "--quiet", "--json"});
   ASSERT_EQ(json.code, 0) << json.err;
   EXPECT_EQ(json.out, Read("o/capacity.json"));
+  // The same inputs give the same page; --no-html removes an earlier one.
+  EXPECT_EQ(Read("o2/capacity.html"), html);
+  ASSERT_EQ(RunFleetplan({"capacity", "cap.yaml", "--out", "o2", "--no-verify", "--quiet", "--no-html"}).code, 0);
+  EXPECT_FALSE(std::filesystem::exists("o2/capacity.html"));
 }
 
 TEST_F(CapacityVerb, ExitCodes) {

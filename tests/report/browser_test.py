@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """report.html in a real browser: Debian's chromium, headless.
 
-For each report (a short Atlas run, and the prefill/decode pools scenario of
-tests/scenarios) it checks that
+For each report (a short Atlas run, the prefill/decode pools scenario of
+tests/scenarios, and a capacity run's capacity.html) it checks that
   - the page loads with no console message at all (the page has no script, and its
     Content-Security-Policy turns any attempt to load something from elsewhere into a
     console error), first proving on a page that logs an error that such a message is
     caught;
-  - --dump-dom shows every section of the simulation page, each with a chart or a table;
+  - --dump-dom shows every section of the page, each with a chart or a table;
   - a screenshot is not blank: the header band has the header's colour, the page
     background has its own, and the sections hold enough pixels of neither (charts,
     text), in several regions.
@@ -33,6 +33,25 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # The simulation page's sections (report/simulation_page.h), in order.
 SECTIONS = ["verdict", "latency", "e2e-by-output", "timeseries", "replicas", "prefix-cache", "kv-transfer", "inputs"]
+
+# The capacity page's sections (report/capacity_page.h), in order.
+CAPACITY_SECTIONS = ["decision", "requirements", "losses", "placement", "simulated", "inputs"]
+
+# A quick capacity spec: the built-in Atlas, a declared per-replica rate, a short
+# verification run through the loss of one of two equal domains.
+CAPACITY_SPEC = """version: 1
+scenario: {builtin: atlas}
+demand: {us-east: 8/s, us-west: 4/s}
+domains:
+  us-east-a: {region: us-east, gpus: 64}
+  us-east-b: {region: us-east, gpus: 64}
+  us-west-a: {region: us-west, gpus: 32}
+survive: largest-domain
+replica_capacity: {rate: 2/s}
+layouts: [{tp: 4}, {tp: 8}]
+price: {on_demand: 4.10/gpu-h}
+verify: {loss_at: 30s, duration: 60s}
+"""
 
 # Colours of the page's stylesheet (report/page.cc).
 HEADER = (0x1D, 0x23, 0x30)
@@ -185,18 +204,19 @@ def check_console_detector(chromium, work):
         "chromium did not report a console error: the no-console-message check would assert nothing"
 
 
-def check_report(chromium, work, html, name, expect_charts, scale=0.5, height=2400, screenshot_out=None):
+def check_report(chromium, work, html, name, expect_charts, scale=0.5, height=2400, screenshot_out=None,
+                 sections=SECTIONS):
     url = "file://" + os.path.abspath(html)
     dom, console = run_chromium(chromium, work, ["--dump-dom"], url)
     assert not console, f"{name}: console messages:\n" + "\n".join(console)
     found = re.findall(r'<section id="([a-z0-9-]+)">', dom)
-    assert found == SECTIONS, f"{name}: sections {found}, expected {SECTIONS}"
+    assert found == sections, f"{name}: sections {found}, expected {sections}"
     bodies = re.split(r'<section id="[a-z0-9-]+">', dom)[1:]
-    for section, body in zip(SECTIONS, bodies):
+    for section, body in zip(sections, bodies):
         text = re.sub(r"<[^>]+>", " ", body.split("</section>")[0])
         assert len(text.split()) > 8, f"{name}: section {section} is empty"
     for section in expect_charts:
-        body = bodies[SECTIONS.index(section)]
+        body = bodies[sections.index(section)]
         assert "<svg" in body and ("<polyline" in body or "<rect" in body), f"{name}: section {section} has no chart"
     shot = os.path.join(work, name + ".png")
     # Drawn at half scale: a quarter of the pixels to decode, text and lines still inked.
@@ -206,7 +226,7 @@ def check_report(chromium, work, html, name, expect_charts, scale=0.5, height=24
     check_screenshot(shot, name)
     if screenshot_out:
         shutil.copyfile(shot, screenshot_out)
-    print(f"ok: {name}: {len(SECTIONS)} sections, no console message, screenshot not blank "
+    print(f"ok: {name}: {len(sections)} sections, no console message, screenshot not blank "
           f"({os.path.getsize(html)} bytes of HTML)")
 
 
@@ -245,6 +265,16 @@ def main():
     check_report(chromium, work, atlas, "atlas", charts + ["prefix-cache"], args.scale, args.height,
                  args.screenshot_out)
     check_report(chromium, work, pools, "pools", charts + ["kv-transfer"])
+    spec = os.path.join(work, "capacity.yaml")
+    with open(spec, "w") as f:
+        f.write(CAPACITY_SPEC)
+    # Exit 1 is a verdict (this short run misses its targets in the cold first seconds): the
+    # page is written either way.
+    p = subprocess.run([args.fleetplan, "capacity", spec, "--out", os.path.join(work, "capacity"), "--quiet"],
+                       stdout=subprocess.DEVNULL, timeout=300)
+    assert p.returncode in (0, 1), f"fleetplan capacity exited {p.returncode}"
+    check_report(chromium, work, os.path.join(work, "capacity", "capacity.html"), "capacity",
+                 ["requirements", "losses", "placement", "simulated"], sections=CAPACITY_SECTIONS)
     print(f"browser test: {time.monotonic() - start:.1f} s")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
