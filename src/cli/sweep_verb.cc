@@ -14,6 +14,8 @@
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/progress.h"
+#include "fleetplan/fleet/run.h"
+#include "fleetplan/report/sweep_page.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/spec.h"
 #include "fleetplan/sweep/summary.h"
@@ -30,6 +32,7 @@ struct SweepFlags {
   std::string shard;
   bool json = false;
   bool quiet = false;
+  bool no_html = false;
   std::vector<std::string> merge_dirs;
   std::string merge_out;
 };
@@ -38,8 +41,16 @@ constexpr const char* kPartialFile = "sweep-partial.json";
 
 int DefaultJobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-Status Finish(const Json& sweep, const std::string& dir, bool json, std::ostream& out) {
+Status Finish(const Json& sweep, const std::string& dir, bool json, bool html, std::ostream& out) {
   FP_ASSIGN_OR_RETURN(std::vector<std::string> files, WriteSweep(sweep, dir));
+  const std::string page = dir + "/sweep.html";
+  if (html) {
+    FP_RETURN_IF_ERROR(WriteFileAtomic(page, report::SweepHtml(sweep)));
+    files.push_back(page);
+  } else {
+    std::vector<std::string> removed;
+    FP_RETURN_IF_ERROR(RemoveStaleOutput(page, false, &removed));
+  }
   if (json) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(sweep));
     out << text;
@@ -103,7 +114,7 @@ Status RunSweep(const SweepFlags& f, std::ostream& out, std::ostream& err) {
     return Status::Ok();
   }
   FP_ASSIGN_OR_RETURN(Json sweep, SummarizeSweep(spec.Describe(), std::move(rows)));
-  return Finish(sweep, dir, f.json, out);
+  return Finish(sweep, dir, f.json, !f.no_html, out);
 }
 
 Status RunMerge(const SweepFlags& f, std::ostream& out) {
@@ -119,7 +130,7 @@ Status RunMerge(const SweepFlags& f, std::ostream& out) {
     names.push_back(path);
   }
   FP_ASSIGN_OR_RETURN(Json sweep, MergePartials(partials, names));
-  return Finish(sweep, f.merge_out, f.json, out);
+  return Finish(sweep, f.merge_out, f.json, !f.no_html, out);
 }
 
 }  // namespace
@@ -138,9 +149,11 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action) {
   sub->add_option("--shard", flags->shard, "Run only the points with index = I (mod N) and write a partial result");
   sub->add_flag("--json", flags->json, "Print sweep.json to stdout instead of the table");
   sub->add_flag("--quiet", flags->quiet, "No progress line on stderr");
+  sub->add_flag("--no-html", flags->no_html, "Do not write sweep.html");
   sub->footer(
       "Outputs (under --out): sweep.json (canonical: points, configurations with mean and 95% interval over\n"
-      "seeds, best per objective, Pareto front, notes) and sweep.csv (one row per point). With --shard:\n"
+      "seeds, best per objective, Pareto front, notes), sweep.csv (one row per point) and sweep.html (the\n"
+      "Pareto plot and attainment-against-rate curves; opens offline). With --shard:\n"
       "sweep-partial.json, combined by `fleetplan sweep merge`.\n"
       "Exit codes: 0 done (invalid points are rows, not errors), 1 a point failed while simulating,\n"
       "2 usage error, 3 invalid spec (located, with did-you-mean over the scenario's key paths).\n"
@@ -153,6 +166,7 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action) {
   merge->add_option("dirs", flags->merge_dirs, "Folders (or sweep-partial.json files) of the shards")->required();
   merge->add_option("--out", flags->merge_out, "Output folder")->required();
   merge->add_flag("--json", flags->json, "Print sweep.json to stdout instead of the table");
+  merge->add_flag("--no-html", flags->no_html, "Do not write sweep.html");
   merge->footer(
       "Refuses partials of different specs (their digests differ) and a missing or repeated shard, naming it.\n"
       "The result is byte-identical to running the whole sweep at once.\n"

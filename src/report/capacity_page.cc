@@ -38,7 +38,7 @@ std::string Decision(const Json& c) {
   std::string out = Para(fmt::format("{}: {} replicas on {} GPUs, {}/h ({}/month); the size is set by {}.",
                                      Get(c, "chosen_layout").get<std::string>(), N(Get(fleet, "replicas"), 9),
                                      N(Get(fleet, "gpus"), 9), Money(Get(c, "cost", "per_hour")),
-                                     Money(Get(c, "cost", "per_month")), Text(Get(c, "set_by"))));
+                                     Money(Get(c, "cost", "per_month")), Plain(Get(c, "set_by"))));
   if (Get(c, "budget").is_object()) {
     const bool within = Get(c, "within_budget").get<bool>();
     out += Para(within ? fmt::format("Within the budget of {}/month.", Money(Get(c, "budget", "per_month")))
@@ -52,7 +52,7 @@ std::string Decision(const Json& c) {
     const bool meets = Get(v, "meets_targets").get<bool>();
     out += Para(fmt::format("Simulated: {} replicas at {}/s lose {} at {} s; after the loss the fleet {} its attainment "
                             "targets.",
-                            N(Get(v, "replicas_before"), 9), N(Get(v, "rate_per_s")), Text(Get(v, "scenario")),
+                            N(Get(v, "replicas_before"), 9), N(Get(v, "rate_per_s")), Plain(Get(v, "scenario")),
                             N(Get(v, "loss_at_s")), meets ? "meets" : "misses"),
                 meets ? "" : "bad");
   } else {
@@ -141,7 +141,7 @@ std::string Simulated(const Json& c) {
   const std::vector<std::string> series = {"before the loss", "after the loss"};
   return Para(fmt::format("{} in {}: {} replicas, {} after the loss at {} s; {} requests before, {} after; {} in flight "
                           "on the lost replicas were requeued.",
-                          Text(Get(v, "scenario")), Text(Get(v, "regions")), N(Get(v, "replicas_before"), 9),
+                          Plain(Get(v, "scenario")), Plain(Get(v, "regions")), N(Get(v, "replicas_before"), 9),
                           N(Get(v, "replicas_after"), 9), N(Get(v, "loss_at_s")), N(Get(v, "requests_before"), 9),
                           N(Get(v, "requests_after"), 9), N(Get(v, "lost_in_flight"), 9))) +
          Charts({BarChart(frame, series, groups)}) +

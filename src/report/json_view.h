@@ -30,6 +30,12 @@ inline std::string Text(const Json& j) {
   if (j.is_null()) return "-";
   return HtmlEscape(j.dump());
 }
+// The same as Text, unescaped: for text that Para escapes.
+inline std::string Plain(const Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_null()) return "-";
+  return j.dump();
+}
 inline std::vector<double> Doubles(const Json& j) {
   std::vector<double> out;
   if (!j.is_array()) return out;

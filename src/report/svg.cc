@@ -190,8 +190,18 @@ std::string LineChart(const ChartFrame& f, std::span<const Line> lines, std::spa
     }
     if (points.empty()) continue;
     points.pop_back();
-    out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="1.6"{}><title>{}</title></polyline>)",
-                       points, Color(l.color), l.dashed ? R"( stroke-dasharray="5 3")" : "", HtmlEscape(l.label));
+    if (!l.no_line) {
+      out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="1.6"{}><title>{}</title></polyline>)",
+                         points, Color(l.color), l.dashed ? R"( stroke-dasharray="5 3")" : "", HtmlEscape(l.label));
+    }
+    if (l.dots) {
+      for (size_t i = 0; i < l.x.size(); ++i) {
+        if (!drawable(l, i)) continue;
+        const std::string& tip = i < l.point_labels.size() ? l.point_labels[i] : l.label;
+        out += fmt::format(R"(<circle cx="{}" cy="{}" r="3.5" fill="{}"><title>{}</title></circle>)", Px(x(l.x[i])),
+                           Px(y(l.y[i])), Color(l.color), HtmlEscape(tip));
+      }
+    }
   }
   for (size_t i = 0; i < markers.size(); ++i) {
     const Marker& m = markers[i];

@@ -76,6 +76,11 @@ TEST_F(SweepVerb, WritesSweepJsonAndCsvAndPrintsTheTable) {
   const std::string csv = Read("o1/sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13);  // header + 12 points
   EXPECT_EQ(csv.rfind("index,configuration,deployment.replicas,router.policy,seed,status,gpus,", 0), 0u) << csv;
+  const std::string html = Read("o1/sweep.html");
+  for (const char* id : {"summary", "configurations", "pareto", "max-rate", "inputs"}) {
+    EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
+  }
+  EXPECT_NE(r.out.find("o1/sweep.html"), std::string::npos) << r.out;
   // --json prints the same document the file holds.
   auto j = RunFleetplan({"sweep", "spec.yaml", "--out", "o2", "--json", "--quiet", "--jobs", "1"});
   ASSERT_EQ(j.code, 0) << j.err;

@@ -2,7 +2,7 @@
 """report.html in a real browser: Debian's chromium, headless.
 
 For each report (a short Atlas run, the prefill/decode pools scenario of
-tests/scenarios, and a capacity run's capacity.html) it checks that
+tests/scenarios, a capacity run's capacity.html and a sweep's sweep.html) it checks that
   - the page loads with no console message at all (the page has no script, and its
     Content-Security-Policy turns any attempt to load something from elsewhere into a
     console error), first proving on a page that logs an error that such a message is
@@ -51,6 +51,19 @@ replica_capacity: {rate: 2/s}
 layouts: [{tp: 4}, {tp: 8}]
 price: {on_demand: 4.10/gpu-h}
 verify: {loss_at: 30s, duration: 60s}
+"""
+
+# The sweep page's sections (report/sweep_page.h), in order, and a quick sweep with a
+# max-rate search.
+SWEEP_SECTIONS = ["summary", "configurations", "pareto", "max-rate", "inputs"]
+SWEEP_SPEC = """version: 1
+base: {builtin: atlas}
+overrides: {workload.duration: 30s, hardware.nodes: 4}
+axes:
+  deployment.replicas: [2, 4]
+  router.policy: [round-robin, cache-aware]
+search:
+  max_rate: {axis: workload.arrival.rate, low: 1/s, high: 32/s, attainment: {interactive: 0.9}, resolution: 10%}
 """
 
 # Colours of the page's stylesheet (report/page.cc).
@@ -275,6 +288,14 @@ def main():
     assert p.returncode in (0, 1), f"fleetplan capacity exited {p.returncode}"
     check_report(chromium, work, os.path.join(work, "capacity", "capacity.html"), "capacity",
                  ["requirements", "losses", "placement", "simulated"], sections=CAPACITY_SECTIONS)
+    spec = os.path.join(work, "sweep.yaml")
+    with open(spec, "w") as f:
+        f.write(SWEEP_SPEC)
+    subprocess.run([args.fleetplan, "sweep", spec, "--out", os.path.join(work, "sweep"), "--quiet", "--jobs", "2"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    # A short page: the window ends where it does, so every band of the screenshot holds ink.
+    check_report(chromium, work, os.path.join(work, "sweep", "sweep.html"), "sweep", ["pareto", "max-rate"],
+                 height=1300, sections=SWEEP_SECTIONS)
     print(f"browser test: {time.monotonic() - start:.1f} s")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)

@@ -41,6 +41,9 @@ struct Line {
   int color = 0;          // index into the palette (Color)
   bool step = false;      // hold each value until the next x (a CDF, a windowed series)
   bool dashed = false;
+  bool dots = false;      // a circle at every point (a scatter when `no_line`)
+  bool no_line = false;   // only the dots
+  std::vector<std::string> point_labels;  // with dots: each circle's tooltip (default: `label`)
 };
 
 // A vertical marker: an SLO threshold, a boundary.

@@ -1,0 +1,28 @@
+// The HTML page of a sweep (sweep.html beside sweep.json; docs/sweep.md).
+//
+// Rendered from the sweep.json document in memory, so every figure is one of its keys and
+// the page is byte-identical whenever sweep.json is. Sections, one row each:
+//
+//   summary         points by status, the targets, the best configuration per objective
+//                   (winner or tie)
+//   configurations  every configuration's means over seeds: GPUs, goodput, goodput per
+//                   GPU, the first target class's TTFT p99, max rate, whether it meets
+//   pareto          goodput per GPU against the front class's TTFT p99: every
+//                   configuration as a dot, the Pareto front as a line
+//   max-rate        with a search: attainment against rate for every configuration (the
+//                   first seed's probes), the target drawn
+//   inputs          the spec: base, digest, axes, overrides, seeds, price
+// Thread model: pure functions.
+#pragma once
+
+#include <string>
+
+#include "fleetplan/core/json.h"
+#include "fleetplan/report/page.h"
+
+namespace fleetplan::report {
+
+Page SweepPage(const Json& sweep);
+std::string SweepHtml(const Json& sweep);
+
+}  // namespace fleetplan::report
