@@ -30,7 +30,7 @@ from ._scenario import Scenario, as_scenario as _as_scenario
 
 __all__ = [
     "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
-    "UsageError", "capacity", "fit", "layout", "rollout_compare", "simulate", "sweep",
+    "UsageError", "capacity", "fit", "gate", "layout", "rollout_compare", "simulate", "sweep",
 ]
 
 
@@ -191,6 +191,27 @@ def capacity(spec, jobs=None, verify=True, out=None):
         if not verify:
             args.append("--no-verify")
         return _run_json(args)
+
+
+_GATE_FLAGS = {
+    "speculation": {"ordinary", "policy", "seed"},
+    "kernel": {"seed"},
+    "graphs": {"seed"},
+    "quantization": {"seed"},
+}
+
+
+def gate(kind, *files, **flags):
+    """`fleetplan gate KIND FILES... --json` (docs/gates.md): kind is speculation, kernel,
+    graphs or quantization; files are its inputs (speculation: one or two rounds files);
+    flags are the gate's options (ordinary="8ms", policy=path, seed=7). Returns the gate's
+    report as a dict; a fail or a hold is an answer (report["decision"]), not an error."""
+    if kind not in _GATE_FLAGS:
+        raise UsageError("gate: unknown gate %r (valid: %s)" % (kind, ", ".join(sorted(_GATE_FLAGS))), 2)
+    if not files:
+        raise UsageError("gate %s: name its input file(s)" % kind, 2)
+    args = _flags("gate", _GATE_FLAGS[kind], flags)
+    return _run_json(["gate", kind, *[_text(f) for f in files], *args[1:]])
 
 
 def rollout_compare(candidate, baseline, metrics=None, tolerance="5%", alpha=0.05, min_samples=50,
