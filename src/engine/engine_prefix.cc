@@ -370,6 +370,21 @@ std::optional<RequestView> Engine::request(RequestId id) const {
   return RequestView{l.running, l.num_tokens, l.num_computed, l.generated, l.cached_tokens, l.preemptions, l.blocks};
 }
 
+std::vector<RequestId> Engine::LiveIds() const {
+  std::vector<RequestId> ids;
+  ids.reserve(index_.size());
+  for (const Live& l : slots_) {
+    if (l.in_use) ids.push_back(l.req.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+const Request* Engine::live_request(RequestId id) const {
+  const auto it = index_.find(id);
+  return it == index_.end() ? nullptr : &slots_[static_cast<size_t>(it->second)].req;
+}
+
 Status Engine::CheckSharing() const {
   std::vector<int32_t> holders(static_cast<size_t>(pool_.total()), 0);
   const int64_t block = config_.block_tokens;

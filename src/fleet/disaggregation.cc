@@ -228,6 +228,17 @@ bool Disaggregation::OnPrefillEnded(const RequestOutcome& o) {
   }
   stages_.prefill_stage_ns.push_back((now - h.since).ns());
   ++sim_.mutable_figures(o.replica).handed_off;
+  if (at(h.serving).lost) {
+    // Its serving replica was lost while the prompt computed: the kernel requeues or
+    // cancels it, from an event (this is inside the prefill replica's engine call).
+    const int32_t serving = h.serving;
+    ReleaseReservation(h);
+    CountPending(h, -1);
+    given_up_.emplace(o.id, std::make_pair(serving, std::move(h.request)));
+    handoffs_.erase(it);
+    sim_.queue().Push(now, this, kGiveUp, serving, o.id);
+    return true;
+  }
   h.stage = Stage::kTransferQueue;
   h.since = now;
   at(h.serving).transfer_queue.push_back(o.id);
@@ -415,11 +426,20 @@ void Disaggregation::OnHandoffDeadline(RequestId id, SimTime now) {
 }
 
 void Disaggregation::CancelHandoff(Handoff& h, SimTime now) {
+  if (h.stage == Stage::kPrefill) {
+    sim_.CancelOn(h.prefill, h.request.id, now);  // its outcome ends the handoff
+    return;
+  }
+  const int32_t serving = h.serving;
+  const Request r = Detach(h, now);
+  sim_.EndInFleet(r, serving, RequestStatus::kCancelled, now, {});
+  sim_.AfterRelease(serving, now);
+}
+
+Request Disaggregation::Detach(Handoff& h, SimTime now) {
   PerReplica& s = at(h.serving);
   switch (h.stage) {
-    case Stage::kPrefill:
-      sim_.CancelOn(h.prefill, h.request.id, now);  // its outcome ends the handoff
-      return;
+    case Stage::kPrefill: FP_ASSERT(false); break;  // its copy is live on a prefill replica
     case Stage::kAdmission: RemoveFrom(s.admission_queue, h.request.id); break;
     case Stage::kTransferQueue: RemoveFrom(s.transfer_queue, h.request.id); break;
     case Stage::kTransfer:
@@ -427,13 +447,24 @@ void Disaggregation::CancelHandoff(Handoff& h, SimTime now) {
       StopTransfer(h, now);
       break;
   }
-  const Request r = h.request;
-  const int32_t serving = h.serving;
+  Request r = std::move(h.request);
   ReleaseReservation(h);
-  if (h.stage != Stage::kTransfer) CountPending(h, -1);
+  if (h.stage != Stage::kTransfer) {
+    PerReplica& p = at(h.serving);
+    --p.pending_requests;
+    p.pending_tokens -= r.output_tokens;
+  }
   handoffs_.erase(r.id);
-  sim_.EndInFleet(r, serving, RequestStatus::kCancelled, now, {});
-  sim_.AfterRelease(serving, now);
+  return r;
+}
+
+void Disaggregation::GiveUpHeld(int32_t replica, SimTime now, std::vector<Request>& given_up) {
+  at(replica).lost = true;
+  std::vector<RequestId> ids;
+  for (const auto& [id, h] : handoffs_) {
+    if (h.serving == replica && h.stage != Stage::kPrefill) ids.push_back(id);
+  }
+  for (const RequestId id : ids) given_up.push_back(Detach(handoffs_.at(id), now));
 }
 
 void Disaggregation::OnEvent(const Event& e) {
@@ -448,6 +479,12 @@ void Disaggregation::OnEvent(const Event& e) {
     case kTransferStart: OnTransferStart(e.request, e.replica, e.time); break;
     case kTransferTimeout: OnTransferTimeout(e.request, e.replica, e.time); break;
     case kHandoffDeadline: OnHandoffDeadline(e.request, e.time); break;
+    case kGiveUp: {
+      auto node = given_up_.extract(e.request);
+      FP_ASSERT(!node.empty());
+      sim_.GiveUpRequest(node.mapped().second, node.mapped().first, e.time);
+      break;
+    }
   }
 }
 

@@ -20,21 +20,37 @@ std::string_view ReplicaStateName(ReplicaState state) {
   return "unknown";
 }
 
+std::string_view DrainExpiryName(DrainExpiry expiry) {
+  switch (expiry) {
+    case DrainExpiry::kRequeue: return "requeue";
+    case DrainExpiry::kCancel: return "cancel";
+  }
+  return "unknown";
+}
+
 class Simulation::Forwarder final : public EngineObserver {
  public:
   explicit Forwarder(Simulation* sim) : sim_(sim) {}
   void OnRequestDone(const RequestOutcome& o) override {
-    for (const auto& c : sim_->components_) {
-      if (c->ConsumeOutcome(o)) return;
+    if (!sim_->giving_up_.empty()) {
+      const auto it = sim_->giving_up_.find(o.id);
+      if (it != sim_->giving_up_.end() && it->second.replica == o.replica) {
+        GivingUp g = std::move(it->second);
+        sim_->giving_up_.erase(it);
+        const SimTime now = o.finish.value_or(sim_->now_);
+        if (g.expiry == DrainExpiry::kRequeue) {
+          sim_->Requeue(*g.request, o.replica, now);
+          return;
+        }
+        RequestOutcome c = o;
+        c.status = RequestStatus::kCancelled;
+        c.reason = "drained";
+        ++sim_->table_[static_cast<size_t>(o.replica)].figures.drain_cancelled;
+        sim_->Deliver(c);
+        return;
+      }
     }
-    ++sim_->requests_done_;
-    for (const auto& c : sim_->components_) c->OnRequestDone(o);
-    if (sim_->source_ != nullptr && o.finish) {
-      sim_->source_->OnRequestFinished(o.id, *o.finish);
-      sim_->source_told_ = true;
-    }
-    if (sim_->sink_ != nullptr) sim_->sink_->OnRequestDone(o);
-    sim_->OnEnded(o);
+    sim_->Deliver(o);
   }
   void OnStep(const StepRecord& s) override {
     if (sim_->sink_ != nullptr) sim_->sink_->OnStep(s);
@@ -62,6 +78,20 @@ class Simulation::Forwarder final : public EngineObserver {
  private:
   Simulation* sim_;
 };
+
+void Simulation::Deliver(const RequestOutcome& o) {
+  for (const auto& c : components_) {
+    if (c->ConsumeOutcome(o)) return;
+  }
+  ++requests_done_;
+  for (const auto& c : components_) c->OnRequestDone(o);
+  if (source_ != nullptr && o.finish) {
+    source_->OnRequestFinished(o.id, *o.finish);
+    source_told_ = true;
+  }
+  if (sink_ != nullptr) sink_->OnRequestDone(o);
+  OnEnded(o);
+}
 
 Expected<std::unique_ptr<Simulation>> Simulation::Create(const FleetSetup& setup, EngineObserver* sink) {
   if (setup.replicas.empty()) return InvalidInput("the fleet has no replicas");
@@ -179,6 +209,87 @@ Status Simulation::DrainReplica(int32_t id, SimTime at) {
   }
   queue_.Push(at, this, kReplicaDrain, id);
   return Status::Ok();
+}
+
+Status Simulation::DrainReplica(int32_t id, SimTime at, Duration grace, DrainExpiry expiry) {
+  if (grace < Duration()) return InvalidInput("a drain's grace period must be >= 0");
+  if (id >= 0 && id < replica_count() && role(id) == PoolRole::kPrefill) {
+    return InvalidInput(fmt::format("replica {} is a prefill replica: it drains without a grace limit (its engine "
+                                    "holds only prompt copies of requests owned by the pools)",
+                                    id));
+  }
+  FP_RETURN_IF_ERROR(DrainReplica(id, at));
+  table_[static_cast<size_t>(id)].figures.drain_limited = true;
+  // Passive: a replica already gone when it fires changes nothing, and a grace longer
+  // than the run must not stretch the simulated span.
+  queue_.Push(at + grace, this, kReplicaLost, id, static_cast<int64_t>(expiry), /*passive=*/true);
+  return Status::Ok();
+}
+
+void Simulation::LoseReplica(int32_t replica, DrainExpiry expiry) {
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  if (rep.state == ReplicaState::kGone || rep.lost) return;
+  if (rep.state != ReplicaState::kDraining) SetState(replica, ReplicaState::kDraining);
+  rep.lost = expiry;
+  // Components first: a handoff's import holds blocks in this engine until given up.
+  std::vector<Request> given_up;
+  for (const auto& c : components_) c->GiveUpHeld(replica, now_, given_up);
+  // Delayed starts (a cold adapter) bound for it, in id order.
+  for (auto it = delayed_.begin(); it != delayed_.end();) {
+    if (it->second.first != replica) {
+      ++it;
+      continue;
+    }
+    given_up.push_back(std::move(it->second.second));
+    it = delayed_.erase(it);
+  }
+  for (const Request& r : given_up) GiveUpRequest(r, replica, now_);
+  // What its engine holds: each leaves through the engine's cancel (at once, or when the
+  // step in flight ends), and the Forwarder turns that outcome into the expiry's.
+  for (const RequestId id : rep.engine->LiveIds()) {
+    GivingUp g;
+    g.replica = replica;
+    g.expiry = expiry;
+    if (expiry == DrainExpiry::kRequeue) g.request = *rep.engine->live_request(id);
+    giving_up_[id] = std::move(g);
+    CancelOn(replica, id, now_);
+  }
+  MaybeGone(replica);
+}
+
+void Simulation::GiveUpRequest(const Request& r, int32_t replica, SimTime now) {
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  FP_ASSERT(rep.lost.has_value());
+  if (*rep.lost == DrainExpiry::kRequeue) {
+    Requeue(r, replica, now);
+    return;
+  }
+  ++rep.figures.drain_cancelled;
+  EndInFleet(r, replica, RequestStatus::kCancelled, now, "drained");
+}
+
+void Simulation::Requeue(const Request& r, int32_t from, SimTime now) {
+  Replica& rep = table_[static_cast<size_t>(from)];
+  ReplicaFigures& f = rep.figures;
+  if (const auto it = routes_.find(r.id); it != routes_.end()) {
+    for (const auto& c : components_) c->OnRequestEnded(r.id, it->second);
+    routes_.erase(it);
+  }
+  // Its entry on `from` must not name it once it is routed elsewhere (rare, so linear).
+  auto& awaiting = rep.awaiting_first_token;
+  awaiting.erase(std::remove_if(awaiting.begin(), awaiting.end(), [&](const auto& a) { return a.second == r.id; }),
+                 awaiting.end());
+  if (ready_serving_.empty()) {
+    ++f.drain_rejected;
+    EndInFleet(r, from, RequestStatus::kRejected, now, "its replica was lost and no ready replica can take it");
+    return;
+  }
+  ++f.drain_requeued;
+  telemetry_->BeforeDecision(now);
+  for (const auto& c : components_) {
+    if (c->Dispatch(r, now)) return;
+  }
+  RouteRequest(r, now);
 }
 
 void Simulation::MaybeGone(int32_t replica) {
@@ -330,8 +441,16 @@ SimTime Simulation::BookRoute(const Request& r, const RouteDecision& d, SimTime 
   SimTime ready = now;
   for (const auto& c : components_) ready = std::max(ready, c->OnRouted(r, d.replica, now, info));
   routes_[r.id] = info;
-  FP_ASSERT(awaiting.empty() || awaiting.back().first <= info.arrival_ns);
-  awaiting.emplace_back(info.arrival_ns, r.id);
+  if (awaiting.empty() || awaiting.back().first <= info.arrival_ns) {
+    awaiting.emplace_back(info.arrival_ns, r.id);
+  } else {
+    // A request requeued from a lost replica arrived before those routed here since:
+    // it takes its place in arrival order (rare, so linear).
+    const std::pair<int64_t, RequestId> entry{info.arrival_ns, r.id};
+    const auto at = std::upper_bound(awaiting.begin(), awaiting.end(), entry,
+                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    awaiting.insert(at, entry);
+  }
   if (fleet_observer_ != nullptr) {
     fleet_observer_->OnRoute({now, r.id, d.replica, stage, d.matched_prefix_tokens, info.queue_age});
   }
@@ -379,6 +498,7 @@ void Simulation::OnCancelEvent(const Event& e) {
   }
   if (const auto d = delayed_.find(e.request); d != delayed_.end()) {
     // Waiting for its start (a cold adapter): it ends without reaching the engine.
+    replica = d->second.first;  // requeued from a lost replica: no longer e.replica
     const Request r = d->second.second;
     delayed_.erase(d);
     EndInFleet(r, replica, RequestStatus::kCancelled, now_, {});
@@ -471,6 +591,9 @@ Json Simulation::ReplicaReportJson(Duration span, Json* engine_replicas) {
            {"mean_queued_work_ms", MeanMs(f.queued_work, f.routed)},
            {"mean_recompute_ms", MeanMs(f.recompute, f.routed)}};
     if (lifecycle) j["state"] = std::string(ReplicaStateName(table_[i].state));
+    if (f.drain_limited) {
+      j["drain"] = Json{{"requeued", f.drain_requeued}, {"rejected", f.drain_rejected}, {"cancelled", f.drain_cancelled}};
+    }
     Json scratch;
     Json& engine = engine_replicas != nullptr ? (*engine_replicas)[i] : scratch;
     for (const auto& c : components_) c->AddReplicaReport(static_cast<int32_t>(i), span, j, engine);
@@ -555,21 +678,28 @@ void Simulation::OnEvent(const Event& e) {
     case kStepDone: OnStepDone(e.replica); break;
     case kCancel: OnCancelEvent(e); break;
     case kDelayedStart: {
-      auto node = delayed_.extract(e.request);
-      if (node.empty()) break;  // cancelled while it waited
+      const auto it = delayed_.find(e.request);
+      // Cancelled while it waited, or given up by a lost replica (and perhaps delayed
+      // again on another).
+      if (it == delayed_.end() || it->second.first != e.replica) break;
+      auto node = delayed_.extract(it);
       SubmitTo(node.mapped().first, node.mapped().second, now_);
       break;
     }
-    case kReplicaLoading: SetState(e.replica, ReplicaState::kLoading); break;
+    case kReplicaLoading:
+      // A replica drained while pending never loads.
+      if (state(e.replica) == ReplicaState::kPending) SetState(e.replica, ReplicaState::kLoading);
+      break;
     case kReplicaReady:
       // A replica drained before it was ready never serves.
       if (state(e.replica) == ReplicaState::kLoading) SetState(e.replica, ReplicaState::kReady);
       break;
     case kReplicaDrain:
-      if (state(e.replica) == ReplicaState::kGone) break;
+      if (state(e.replica) == ReplicaState::kGone || state(e.replica) == ReplicaState::kDraining) break;
       SetState(e.replica, ReplicaState::kDraining);
       MaybeGone(e.replica);
       break;
+    case kReplicaLost: LoseReplica(e.replica, static_cast<DrainExpiry>(e.request)); break;
   }
 }
 

@@ -347,6 +347,10 @@ class Engine {
     return config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
   }
   std::optional<RequestView> request(RequestId id) const;
+  // The live requests' ids in increasing order (a fleet giving up a lost replica's
+  // requests), and one live request as it was submitted (nullptr when not live here).
+  std::vector<RequestId> LiveIds() const;
+  const Request* live_request(RequestId id) const;
   // Prefix-cache counters of one class (zeros for a class never seen).
   PrefixCacheCounters prefix_cache_for_class(ClassId class_id) const;
 

@@ -22,6 +22,7 @@
 //   IsStageCopy   the engine's request is the component's copy (its tokens are not
 //                 the client's)
 //   AfterRelease  a replica may have freed blocks (pools admit waiting handoffs)
+//   GiveUpHeld    a replica was lost (drain grace ran out): hand back what it was owed
 //   OnRequestDone  the client's outcome of a request that left the fleet (every one,
 //                 routed or not, after the Consume* hooks let it through)
 //   OnRequestEnded the request left the fleet (routed requests, with their route)
@@ -81,6 +82,14 @@ class FleetComponent : public EventHandler {
   virtual bool IsStageCopy(int32_t replica, RequestId id) { (void)replica; (void)id; return false; }
   virtual bool ConsumeCancel(RequestId id, SimTime now) { (void)id; (void)now; return false; }
   virtual void AfterRelease(int32_t replica, SimTime now) { (void)replica; (void)now; }
+  // Replica `replica` was lost (its drain's grace ran out): the component gives up the
+  // routed requests it holds bound for it that no engine of it holds (releasing its own
+  // state), appending them to `given_up` in a deterministic order; the kernel requeues or
+  // cancels them. One it cannot give up now (a prompt still computing elsewhere) it gives
+  // up later through Simulation::GiveUpRequest.
+  virtual void GiveUpHeld(int32_t replica, SimTime now, std::vector<Request>& given_up) {
+    (void)replica; (void)now; (void)given_up;
+  }
   virtual void OnRequestDone(const RequestOutcome& o) { (void)o; }
   virtual void OnRequestEnded(RequestId id, const RouteInfo& info) { (void)id; (void)info; }
 

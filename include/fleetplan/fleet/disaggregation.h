@@ -50,7 +50,10 @@ class Disaggregation final : public FleetComponent {
   bool IsStageCopy(int32_t replica, RequestId id) override;
   bool ConsumeCancel(RequestId id, SimTime now) override;
   void AfterRelease(int32_t replica, SimTime now) override;
-  int64_t held_requests() const override { return static_cast<int64_t>(handoffs_.size()); }
+  // A lost serving replica's handoffs are given up; one whose prompt is still computing is
+  // given up when its prefill ends (from an event of its own, outside the engine call).
+  void GiveUpHeld(int32_t replica, SimTime now, std::vector<Request>& given_up) override;
+  int64_t held_requests() const override { return static_cast<int64_t>(handoffs_.size() + given_up_.size()); }
   int64_t held_in_engines() const override;
   Status CheckInvariants() const override;
   void AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) override;
@@ -65,6 +68,7 @@ class Disaggregation final : public FleetComponent {
     kTransferStart = 1,     // a delayed transfer of `request` starts moving (attempt)
     kTransferTimeout = 2,   // `request`'s transfer attempt is abandoned if not done (attempt)
     kHandoffDeadline = 3,   // `request`'s deadline, while it waits in a fleet queue
+    kGiveUp = 4,            // `request`'s serving replica was lost: hand it to the kernel
   };
   struct Handoff {
     Request request;
@@ -92,6 +96,7 @@ class Disaggregation final : public FleetComponent {
     std::optional<KvTransferLink> link;
     std::map<int64_t, RequestId> link_owner;  // transfer id -> request
     std::optional<SimTime> link_event_at;     // pending kTransferProgress
+    bool lost = false;                        // serving: its drain's grace ran out
   };
 
   PoolRole role(int32_t replica) const;
@@ -120,6 +125,9 @@ class Disaggregation final : public FleetComponent {
   void ReportTransfer(const Handoff& h, SimTime now, std::string_view outcome) const;
   void AfterFailedAttempt(RequestId id, SimTime now);
   void CancelHandoff(Handoff& h, SimTime now);
+  // Takes a handoff out of every queue, transfer and counter (not in the prefill stage)
+  // and forgets it; returns its request.
+  Request Detach(Handoff& h, SimTime now);
   void ReleaseReservation(Handoff& h);
   // Adds (+1) or removes (-1) a handoff from its serving replica's pending load: from its
   // arrival to its transfer's start (and again while a failed attempt waits to retry).
@@ -130,6 +138,7 @@ class Disaggregation final : public FleetComponent {
 
   Simulation& sim_;
   std::map<RequestId, Handoff> handoffs_;  // disaggregated requests not yet imported
+  std::map<RequestId, std::pair<int32_t, Request>> given_up_;  // (lost serving replica, request), kGiveUp due
   std::vector<PerReplica> replicas_;
   StageFigures stages_;
 };

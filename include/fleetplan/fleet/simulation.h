@@ -21,8 +21,15 @@
 // Replicas of the setup are ready at the start. AddReplica creates one mid-run: pending
 // until `at`, loading for its load time, then ready. DrainReplica stops routing to a
 // replica at `at`; it finishes what it holds (waiting and running requests, imports) and
-// is gone once it holds nothing. Routers and components only ever see ready replicas as
-// candidates; a gone replica keeps its figures for the report.
+// is gone once it holds nothing. A drain with a grace period gives it until
+// `at + grace`: then the replica is lost, and every request still bound for it (waiting
+// or running in its engine, a delayed start, a component's handoff) is given up as the
+// drain's DrainExpiry says — requeued (routed again, arrival unchanged, so its TTFT
+// includes the loss; rejected when no replica is ready) or cancelled (reason
+// `drained`). A request in the step in flight is given up when that step ends (the step
+// still uses its blocks). Grace 0 is a failure: lost at once. Routers and components
+// only ever see ready replicas as candidates; a gone replica keeps its figures for the
+// report.
 //
 // Two ways to drive it. Pull: Run(source) pulls requests lazily from a RequestSource —
 // an open-loop source is held one announced arrival ahead (a closed-loop one: every
@@ -120,7 +127,18 @@ struct ReplicaFigures {
   // request for the whole run (the one per-request figure the fleet keeps past a
   // request's end).
   std::vector<int64_t> ttft_ns;
+  // A drain with a grace period (report.json `replicas[].drain`, present once one was
+  // asked for): what its expiry gave up.
+  bool drain_limited = false;
+  int64_t drain_requeued = 0;   // routed again
+  int64_t drain_rejected = 0;   // requeue found no ready replica
+  int64_t drain_cancelled = 0;  // ended cancelled, reason `drained`
 };
+
+// What a drain's expiry does with the requests its replica still holds. Values are the
+// kernel's own (they reach JSON by name, DrainExpiryName): explicit, never renumber.
+enum class DrainExpiry : int { kRequeue = 0, kCancel = 1 };
+std::string_view DrainExpiryName(DrainExpiry expiry);
 
 // What the fleet itself decides, for timelines (timeline.h).
 struct RouteEvent {
@@ -209,11 +227,16 @@ class Simulation final : public EventHandler {
 
   // The replica table. AddReplica: a replica of `setup` that becomes ready at
   // at + load_time (its role must be one the fleet had at creation); returns its id.
-  // DrainReplica: stop routing to `id` at `at`; it finishes what it holds, then is gone.
-  // A time before now(), an unknown id, a role the fleet lacks or a negative load time is
-  // an InvalidInput error.
+  // DrainReplica: stop routing to `id` at `at`; it finishes what it holds, then is gone;
+  // with `grace`, what it still holds at `at + grace` ends as `expiry` says (see the
+  // replica table above). The first drain of a replica decides when it stops routing;
+  // the earliest expiry of its drains applies.
+  // A time before now(), an unknown id, a role the fleet lacks, a negative load time or
+  // grace, or a grace on a prefill replica (its engine holds only stage copies) is an
+  // InvalidInput error.
   Expected<int32_t> AddReplica(const ReplicaSetup& setup, SimTime at, Duration load_time);
   Status DrainReplica(int32_t id, SimTime at);
+  Status DrainReplica(int32_t id, SimTime at, Duration grace, DrainExpiry expiry);
   ReplicaState state(int32_t id) const { return table_[static_cast<size_t>(id)].state; }
 
   int32_t replica_count() const { return static_cast<int32_t>(table_.size()); }
@@ -303,6 +326,11 @@ class Simulation final : public EventHandler {
   void MaybeStart(int32_t replica, SimTime now);
   // After `replica` may have freed blocks: the components' AfterRelease.
   void AfterRelease(int32_t replica, SimTime now);
+  // A request bound for a lost replica that is in no engine (a component's handoff, given
+  // up in FleetComponent::GiveUpHeld or later): requeued or cancelled as the replica's
+  // drain expiry says, counted in its figures.
+  // REQUIRES: `replica` was lost (its grace ran out).
+  void GiveUpRequest(const Request& r, int32_t replica, SimTime now);
   // An engine call on `replica` (Cancel, FinishImport...) made by a component.
   void CancelOn(int32_t replica, RequestId id, SimTime now);
   bool in_engine_call(int32_t replica) const { return table_[static_cast<size_t>(replica)].in_engine_call; }
@@ -321,6 +349,14 @@ class Simulation final : public EventHandler {
     // awaiting one is asked for.
     std::deque<std::pair<int64_t, RequestId>> awaiting_first_token;
     bool in_engine_call = false;  // inside StartStep, FinishStep or Cancel
+    std::optional<DrainExpiry> lost;  // its drain's grace ran out: how it gives requests up
+  };
+  // A request given up from a lost replica's engine, until its engine outcome (at once,
+  // or when the step in flight ends): the outcome is not the client's.
+  struct GivingUp {
+    int32_t replica = 0;
+    DrainExpiry expiry = DrainExpiry::kCancel;
+    std::optional<Request> request;  // kRequeue: routed again when the outcome comes
   };
   // Marks `replica` as inside an engine call for the guard's lifetime.
   class EngineCall {
@@ -346,6 +382,7 @@ class Simulation final : public EventHandler {
     kReplicaLoading = 5, // `replica` starts loading
     kReplicaReady = 6,   // `replica` is ready
     kReplicaDrain = 7,   // `replica` starts draining
+    kReplicaLost = 8,    // `replica`'s drain grace ran out (request: the DrainExpiry)
   };
 
   Simulation(const FleetSetup& setup, EngineObserver* sink);
@@ -355,6 +392,13 @@ class Simulation final : public EventHandler {
   void SetState(int32_t replica, ReplicaState state);
   // A draining replica that holds nothing any more is gone.
   void MaybeGone(int32_t replica);
+  // The grace of `replica`'s drain ran out: give up everything bound for it.
+  void LoseReplica(int32_t replica, DrainExpiry expiry);
+  // Routes a request given up by lost replica `from` again (its route there is
+  // forgotten); rejected when no replica is ready.
+  void Requeue(const Request& r, int32_t from, SimTime now);
+  // A client's outcome, past the Forwarder's interception of given-up requests.
+  void Deliver(const RequestOutcome& o);
   Status PullArrival();
   void OnArrival(Request r, SimTime now);
   void RouteRequest(const Request& r, SimTime now);
@@ -393,6 +437,7 @@ class Simulation final : public EventHandler {
   std::set<RequestId> cancelled_before_arrival_;   // of pushed_
   std::unordered_map<RequestId, RouteInfo> routes_;           // live requests; lookup only
   std::map<RequestId, std::pair<int32_t, Request>> delayed_;  // routed, start delayed
+  std::map<RequestId, GivingUp> giving_up_;  // given up by a lost replica, outcome to come
   TokenFn on_token_;
   std::function<void()> event_hook_;
   std::optional<SimTime> first_arrival_;
