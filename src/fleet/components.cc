@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/fleet/adapter_component.h"
+#include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/component.h"
 #include "fleetplan/fleet/disaggregation.h"
 #include "fleetplan/fleet/invalidations.h"
@@ -51,6 +52,7 @@ const std::vector<FleetComponentRow>& FleetComponents() {
       {"invalidations", &HasInvalidations, &Make<Invalidations>},
       {"disaggregation", &HasPrefillPool, &Make<Disaggregation>},
       {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
+      {"autoscaler", &Autoscaler::Wanted, &Make<Autoscaler>},
   };
   return rows;
 }

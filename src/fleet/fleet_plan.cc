@@ -124,6 +124,7 @@ FleetSetup FleetPlan::Setup() const {
   setup.disaggregation = disaggregation;
   setup.replication = replication;
   setup.timeseries.interval = output.timeseries_interval;
+  if (autoscaling.enabled) setup.autoscaling = std::make_shared<const AutoscalingConfig>(autoscaling);
   return setup;
 }
 
@@ -170,6 +171,7 @@ Json FleetPlan::ToJson() const {
                              {"delay_probability", d.faults.delay_probability},
                              {"failure_probability", d.faults.failure_probability}}}};
   }
+  if (autoscaling.enabled) j["autoscaling"] = autoscaling.ToJson();
   if (serve_faults.any()) {
     Json errors = Json::object();
     for (const auto& [status, p] : serve_faults.errors) errors[std::to_string(status)] = p;
@@ -210,6 +212,7 @@ Expected<FleetPlan> Bind(const Scenario& s) {
   plan.serve_faults = s.serve_faults;
   plan.transfer_link = s.transfer_link;
   plan.replication = s.replication;
+  plan.autoscaling = s.autoscaling;
   plan.workload = s.workload;
   plan.slo = s.slo;
   plan.output = s.output;

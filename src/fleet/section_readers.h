@@ -64,5 +64,7 @@ Status ReadFaults(const YamlNode& node, Scenario& s);
 Status ReadEvents(const YamlNode& node, Scenario& s);
 // router.replication (replication.cc); needs the router and the prefix cache read.
 Status ReadReplication(const YamlNode& node, Scenario& s);
+// autoscaling (autoscaling_reader.cc); needs the hardware, deployment and slo read.
+Status ReadAutoscaling(const YamlNode& node, Scenario& s);
 
 }  // namespace fleetplan::section

@@ -181,6 +181,7 @@ void Simulation::RebuildReadyLists() {
 void Simulation::SetState(int32_t replica, ReplicaState state) {
   table_[static_cast<size_t>(replica)].state = state;
   RebuildReadyLists();
+  for (const auto& c : components_) c->OnReplicaState(replica, state, now_);
 }
 
 Expected<int32_t> Simulation::AddReplica(const ReplicaSetup& setup, SimTime at, Duration load_time) {

@@ -55,6 +55,7 @@ struct FleetPlan {
   ServeFaults serve_faults;             // faults.serve (the emulator only); in ToJson when set
   LinkSpec transfer_link;               // with a prefill pool
   ReplicationConfig replication;
+  AutoscalingConfig autoscaling;  // off unless enabled; in ToJson when enabled
   std::vector<TimedInvalidation> invalidations;
   WorkloadSpec workload;
   SloSpec slo;

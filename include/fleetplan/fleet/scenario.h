@@ -23,6 +23,7 @@
 #include "fleetplan/core/yaml.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
+#include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/prefix_placement.h"
 #include "fleetplan/fleet/router.h"
@@ -120,6 +121,7 @@ struct Scenario {
   RouterConfig router;
   ReplicationConfig replication;  // router.replication (off when not given)
   AdapterConfig adapters;  // engine.adapters (off when not given)
+  AutoscalingConfig autoscaling;  // autoscaling (off when not given)
   WorkloadSpec workload;
   SloSpec slo;
   OutputSpec output;

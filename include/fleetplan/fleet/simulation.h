@@ -86,6 +86,8 @@ struct TimedInvalidation {
   CacheInvalidation invalidation;
 };
 
+struct AutoscalingConfig;  // autoscaler.h
+
 struct FleetSetup {
   std::vector<ReplicaSetup> replicas;
   RouterConfig router;
@@ -97,6 +99,7 @@ struct FleetSetup {
   DisaggregationConfig disaggregation;  // read only when a replica has the prefill role
   ReplicationConfig replication;        // hot-prefix placement; needs prefix tracking
   TimeSeriesConfig timeseries;          // report.json `timeseries`; off (interval 0) by default
+  std::shared_ptr<const AutoscalingConfig> autoscaling;  // the pod and node loops; off when null
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
