@@ -373,6 +373,34 @@ TEST(Autoscaler, ForecastPrewarmingBeatsTheReactiveLoopOnShortAndLongBursts) {
   }
 }
 
+// A moving-window forecast on a ramp (2/s, +2/s every minute): the arrival rate's trend
+// over two 30 s windows, extrapolated a cold start ahead (1 min provisioning + 38 s load),
+// asks for more replicas than the reactive loop does at the first tick of the second
+// minute, and that tick's decision is the forecast's count, with its reason.
+TEST(Autoscaler, MovingWindowForecastAsksAheadOfTheReactiveLoopOnARamp) {
+  auto r = RunText(Small("{process: poisson, rate: 2/s, schedule: [{at: 1m, rate: 4/s}, {at: 2m, rate: 6/s}, "
+                         "{at: 3m, rate: 8/s}, {at: 4m, rate: 10/s}, {at: 5m, rate: 12/s}]}",
+                         "  interval: 15s\n  metric: outstanding_tokens\n  target: 1500\n  min_replicas: 1\n"
+                         "  max_replicas: 8\n  nodes: {provisioning_delay: 1m}\n"
+                         "  forecast: {replica_rate: 2.5/s, window: 30s}\n"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Autoscaling(*r)["config"]["forecast"]["horizon_s"].get<double>(), 98.030261248);
+  const Json& t = Autoscaling(*r)["timeline"];
+  size_t first = t["at_s"].size();
+  for (size_t k = 0; k < t["at_s"].size() && first == t["at_s"].size(); ++k) {
+    if (t["forecast"][k].get<int64_t>() > t["reactive"][k].get<int64_t>()) first = k;
+  }
+  ASSERT_LT(first, t["at_s"].size());
+  const double at = t["at_s"][first].get<double>();
+  EXPECT_EQ(at, 75.0);
+  EXPECT_EQ(t["desired"][first].get<int64_t>(), t["forecast"][first].get<int64_t>());
+  bool said = false;
+  for (const Json& e : EventsOf(*r, "scale")) {
+    if (e["at_s"].get<double>() == at) said = e["reason"].get<std::string>().rfind("forecast: ", 0) == 0;
+  }
+  EXPECT_TRUE(said);
+}
+
 // The fleet's invariants (every routed request in one place, the autoscaler's node
 // accounting against the replica table) after every event of a burst that panics,
 // provisions, drains with a 1 s grace and cancels.
