@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -399,6 +400,41 @@ TEST(Autoscaler, MovingWindowForecastAsksAheadOfTheReactiveLoopOnARamp) {
     if (e["at_s"].get<double>() == at) said = e["reason"].get<std::string>().rfind("forecast: ", 0) == 0;
   }
   EXPECT_TRUE(said);
+}
+
+// timeline.json: a `state` track per replica with its lifecycle spans. On the small fleet
+// a new replica finds room on the node at once: loading for exactly its load time
+// (16.06 GB per rank at 2 GB/s + 30 s = 38.030261248 s), then ready; the replica the
+// first tick drains goes from ready to gone.
+TEST(Autoscaler, TheTimelineShowsEachReplicasStates) {
+  auto s = LoadScenarioText(Small(kBurst, "  interval: 15s\n  metric: outstanding_tokens\n  target: 1500\n"
+                                          "  min_replicas: 1\n  max_replicas: 8\n"),
+                            "autoscaler.yaml", "");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  RunOptions opt;
+  opt.out_dir = std::string(::testing::TempDir()) + "/autoscaler-timeline";
+  opt.write_timeline = true;
+  opt.write_requests = false;
+  auto r = RunScenario(*s, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::ifstream in(*opt.out_dir + "/timeline.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json timeline = Json::parse(text.str());
+  std::map<int64_t, std::vector<std::pair<std::string, double>>> spans;  // pid -> (state, dur us)
+  for (const Json& e : timeline["traceEvents"]) {
+    if (e.value("cat", "") != "state") continue;
+    spans[e["pid"].get<int64_t>()].emplace_back(e["name"].get<std::string>(), e["dur"].get<double>());
+  }
+  const int64_t created = Autoscaling(*r)["summary"]["replicas_created"].get<int64_t>();
+  EXPECT_EQ(static_cast<int64_t>(spans.size()), created);
+  ASSERT_EQ(spans[2].size(), 2u);  // replica 1: ready, then draining until it is empty
+  EXPECT_EQ(spans[2][0].first, "ready");
+  EXPECT_EQ(spans[2][1].first, "draining");
+  ASSERT_GE(spans[3].size(), 2u);  // replica 2, the first one added
+  EXPECT_EQ(spans[3][0].first, "loading");
+  EXPECT_DOUBLE_EQ(spans[3][0].second, 38030261.248);
+  EXPECT_EQ(spans[3][1].first, "ready");
 }
 
 // The fleet's invariants (every routed request in one place, the autoscaler's node
