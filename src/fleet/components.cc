@@ -4,6 +4,7 @@
 
 #include "fleetplan/fleet/adapter_component.h"
 #include "fleetplan/fleet/admission.h"
+#include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/component.h"
 #include "fleetplan/fleet/disaggregation.h"
 #include "fleetplan/fleet/invalidations.h"
@@ -56,6 +57,7 @@ const std::vector<FleetComponentRow>& FleetComponents() {
       {"disaggregation", &HasPrefillPool, &Make<Disaggregation>},
       {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
       {"replica-losses", &ReplicaLosses::Wanted, &Make<ReplicaLosses>},
+      {"autoscaler", &Autoscaler::Wanted, &Make<Autoscaler>},
   };
   return rows;
 }

@@ -164,6 +164,7 @@ FleetSetup FleetPlan::Setup() const {
   setup.admission = admission;
   setup.timeseries.interval = output.timeseries_interval;
   setup.replica_losses = replica_losses;
+  if (autoscaling.enabled) setup.autoscaling = std::make_shared<const AutoscalingConfig>(autoscaling);
   return setup;
 }
 
@@ -211,6 +212,7 @@ Json FleetPlan::ToJson() const {
                              {"failure_probability", d.faults.failure_probability}}}};
   }
   if (admission.enabled) j["admission"] = AdmissionJson(admission);
+  if (autoscaling.enabled) j["autoscaling"] = autoscaling.ToJson();
   if (serve_faults.any()) {
     Json errors = Json::object();
     for (const auto& [status, p] : serve_faults.errors) errors[std::to_string(status)] = p;
@@ -258,6 +260,7 @@ Expected<FleetPlan> Bind(const Scenario& s) {
   plan.serve_faults = s.serve_faults;
   plan.transfer_link = s.transfer_link;
   plan.replication = s.replication;
+  plan.autoscaling = s.autoscaling;
   plan.workload = s.workload;
   plan.slo = s.slo;
   plan.output = s.output;

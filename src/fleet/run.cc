@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "fleetplan/core/digest.h"
+#include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/timeline.h"
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/memory/fit.h"
@@ -370,6 +371,13 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   std::optional<TimeSeriesData> series;
   if (const TimeSeriesRecorder* ts = sim->component<TimeSeriesRecorder>()) series = ts->Snapshot(sim->end_time());
   if (timeline) {
+    if (const Autoscaler* as = sim->component<Autoscaler>()) {
+      std::vector<TimelineWriter::StateSpan> spans;
+      for (const ReplicaStateSpan& s : as->StateSpans()) {
+        spans.push_back({s.replica, ReplicaStateName(s.state), s.start, s.end});
+      }
+      timeline->AddReplicaStates(spans);
+    }
     if (series) timeline->AddTimeSeries(*series);
     FP_RETURN_IF_ERROR(timeline->Close());
   }

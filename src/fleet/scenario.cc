@@ -403,6 +403,7 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
     FP_ASSIGN_OR_RETURN(s.slo, ParseSlo(root["slo"]));
   }
   FP_RETURN_IF_ERROR(section::ReadAdmission(root["admission"], s));
+  FP_RETURN_IF_ERROR(section::ReadAutoscaling(root["autoscaling"], s));
   FP_RETURN_IF_ERROR(ReadOutput(root["output"], s));
   return s;
 }

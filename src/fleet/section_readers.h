@@ -66,5 +66,7 @@ Status ReadEvents(const YamlNode& node, Scenario& s);
 Status ReadReplication(const YamlNode& node, Scenario& s);
 // admission (admission.cc); needs the engine read.
 Status ReadAdmission(const YamlNode& node, Scenario& s);
+// autoscaling (autoscaling_reader.cc); needs the hardware, deployment and slo read.
+Status ReadAutoscaling(const YamlNode& node, Scenario& s);
 
 }  // namespace fleetplan::section

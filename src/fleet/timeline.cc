@@ -67,15 +67,19 @@ void TimelineWriter::Emit(const std::string& event) {
   }
 }
 
-bool TimelineWriter::KeepStep(int32_t replica) {
-  // A replica added during the run (Simulation::AddReplica) gets its tracks when it
-  // first steps.
+void TimelineWriter::EnsureReplica(int32_t replica) {
   while (step_index_.size() <= static_cast<size_t>(replica)) {
     const auto r = static_cast<int32_t>(step_index_.size());
     step_index_.push_back(0);
     Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"replica {}"}}}})", r + 1, r));
     Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":1,"args":{{"name":"steps"}}}})", r + 1));
   }
+}
+
+bool TimelineWriter::KeepStep(int32_t replica) {
+  // A replica added during the run (Simulation::AddReplica) gets its tracks when it
+  // first steps.
+  EnsureReplica(replica);
   const int64_t index = step_index_[static_cast<size_t>(replica)]++;
   return index % period_ == 0;
 }
@@ -187,6 +191,21 @@ void TimelineWriter::AddTimeSeries(const TimeSeriesData& d) {
                        JsonString("ts " + d.class_names[c]), fleet_pid, Micros(d.window_start(k).ns()),
                        goodput[static_cast<size_t>(k)]));
     }
+  }
+}
+
+void TimelineWriter::AddReplicaStates(const std::vector<StateSpan>& spans) {
+  if (closed_) return;
+  int32_t named = -1;
+  for (const StateSpan& s : spans) {
+    EnsureReplica(s.replica);
+    if (s.replica != named) {
+      Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":3,"args":{{"name":"state"}}}})",
+                       s.replica + 1));
+      named = s.replica;
+    }
+    Emit(fmt::format(R"({{"ph":"X","cat":"state","name":{},"pid":{},"tid":3,"ts":{},"dur":{}}})", JsonString(s.state),
+                     s.replica + 1, Micros(s.start.ns()), Micros((s.end - s.start).ns())));
   }
 }
 

@@ -1,6 +1,7 @@
 // Open-loop arrival processes (arrival.h): small strategy objects, one factory table.
 #include "fleetplan/workload/arrival.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string_view>
@@ -98,6 +99,75 @@ class OnOffArrivals final : public ArrivalProcess {
   SimTime on_time_;
 };
 
+// Poisson with a piecewise-constant rate: unit-rate exponential gaps on the "operational
+// time" axis u (expected arrivals so far), mapped to real time through the inverse of
+// the cumulative rate Λ(t), which is linear inside each segment:
+//   segment k: [start_k, start_k+1) at rate_k;  Λ(start_k+1) = Λ(start_k) + rate_k × length
+//   t(u) = start_k + (u − Λ(start_k)) / rate_k   for the segment with Λ(start_k) <= u
+// A segment of rate 0 is a pause; a last segment of rate 0 ends the arrivals.
+class ScheduledPoissonArrivals final : public ArrivalProcess {
+ public:
+  ScheduledPoissonArrivals(Exponential unit, std::vector<RateStep> steps)
+      : unit_(unit), steps_(std::move(steps)) {}
+  SimTime Next(RngStream& rng) override {
+    u_ += unit_.Sample(rng);
+    while (k_ + 1 < steps_.size()) {
+      const double length_s = static_cast<double>(steps_[k_ + 1].at.ns() - steps_[k_].at.ns()) / 1e9;
+      const double next = lambda_ + steps_[k_].rate.per_second * length_s;
+      if (next > u_) break;
+      lambda_ = next;
+      ++k_;
+    }
+    const RateStep& step = steps_[k_];
+    if (!(step.rate.per_second > 0)) return SimTime::FromNanos(kMaxTimeNs);  // the last segment pauses for good
+    const double offset_ns = (u_ - lambda_) / step.rate.per_second * 1e9;
+    const double at = static_cast<double>(step.at.ns()) + offset_ns;
+    if (!(at < static_cast<double>(kMaxTimeNs))) return SimTime::FromNanos(kMaxTimeNs);
+    return SimTime::FromNanos(std::max(step.at.ns(), static_cast<int64_t>(std::llround(at))));
+  }
+  std::unique_ptr<ArrivalProcess> Clone() const override {
+    return std::make_unique<ScheduledPoissonArrivals>(unit_, steps_);
+  }
+  // The rate the schedule settles on.
+  double MeanRate() const override { return steps_.back().rate.per_second; }
+  Json Describe() const override {
+    Json schedule = Json::array();
+    for (size_t i = 1; i < steps_.size(); ++i) {
+      schedule.push_back({{"at", FormatDuration(steps_[i].at - SimTime())}, {"rate_per_s", steps_[i].rate.per_second}});
+    }
+    return {{"process", "poisson"}, {"rate_per_s", steps_[0].rate.per_second}, {"schedule", std::move(schedule)}};
+  }
+
+ private:
+  Exponential unit_;
+  std::vector<RateStep> steps_;  // steps_[0] at 0: the base rate
+  size_t k_ = 0;                 // the segment of the last arrival
+  double lambda_ = 0;            // Λ(start of segment k_)
+  double u_ = 0;                 // operational time of the last arrival
+};
+
+// arrival.schedule: [{at: 2m, rate: 30/s}, ...], times increasing and > 0, rates >= 0.
+Expected<std::vector<RateStep>> ReadSchedule(const YamlNode& node) {
+  FP_ASSIGN_OR_RETURN(std::vector<YamlNode> items, node.Items());
+  if (items.empty()) return node.Error("expected at least one step, e.g. [{at: 2m, rate: 30/s}]");
+  std::vector<RateStep> steps;
+  for (const YamlNode& item : items) {
+    FP_RETURN_IF_ERROR(item.CheckKeys({"at", "rate"}));
+    FP_ASSIGN_OR_RETURN(Duration at, item["at"].AsDuration());
+    const Duration last = steps.empty() ? Duration() : steps.back().at - SimTime();
+    if (at <= last) {
+      return item["at"].Error(fmt::format("expected a time after {} (steps in increasing time, after 0), got {}",
+                                          FormatDuration(last), FormatDuration(at)));
+    }
+    FP_ASSIGN_OR_RETURN(Rate rate, item["rate"].AsRate());
+    if (!(rate.per_second >= 0) || !std::isfinite(rate.per_second)) {
+      return item["rate"].Error(fmt::format("expected a rate >= 0, got {}/s", rate.per_second));
+    }
+    steps.push_back(RateStep{SimTime() + at, rate});
+  }
+  return steps;
+}
+
 Status AtNode(const YamlNode& node, Status status) {
   if (status.ok()) return status;
   return node.Error(status.message());
@@ -126,9 +196,11 @@ const std::vector<OpenLoopEntry>& OpenLoopTable() {
   static const std::vector<OpenLoopEntry> table = {
       {"poisson",
        [](const YamlNode& n) -> Expected<std::unique_ptr<ArrivalProcess>> {
-         FP_RETURN_IF_ERROR(n.CheckKeys({"process", "rate"}));
+         FP_RETURN_IF_ERROR(n.CheckKeys({"process", "rate", "schedule"}));
          FP_ASSIGN_OR_RETURN(Rate rate, ReadRate(n));
-         return LocatedAt(n, MakePoissonArrivals(rate));
+         if (!n["schedule"].present()) return LocatedAt(n, MakePoissonArrivals(rate));
+         FP_ASSIGN_OR_RETURN(std::vector<RateStep> schedule, ReadSchedule(n["schedule"]));
+         return LocatedAt(n, MakeScheduledPoissonArrivals(rate, std::move(schedule)));
        }},
       {"gamma",
        [](const YamlNode& n) -> Expected<std::unique_ptr<ArrivalProcess>> {
@@ -164,6 +236,20 @@ Expected<std::unique_ptr<ArrivalProcess>> MakePoissonArrivals(Rate rate) {
   Json d = {{"process", "poisson"}, {"rate_per_s", rate.per_second}};
   return std::unique_ptr<ArrivalProcess>(
       std::make_unique<RenewalArrivals<Exponential>>(gap, rate.per_second, std::move(d)));
+}
+
+Expected<std::unique_ptr<ArrivalProcess>> MakeScheduledPoissonArrivals(Rate rate, std::vector<RateStep> schedule) {
+  FP_RETURN_IF_ERROR(CheckRate(rate));
+  std::vector<RateStep> steps = {RateStep{SimTime(), rate}};
+  for (const RateStep& step : schedule) {
+    if (step.at <= steps.back().at) return InvalidInput("expected schedule steps in increasing time, after 0");
+    if (!(step.rate.per_second >= 0) || !std::isfinite(step.rate.per_second)) {
+      return InvalidInput(fmt::format("expected a schedule rate >= 0, got {}/s", step.rate.per_second));
+    }
+    steps.push_back(step);
+  }
+  FP_ASSIGN_OR_RETURN(Exponential unit, Exponential::Make(1.0));
+  return std::unique_ptr<ArrivalProcess>(std::make_unique<ScheduledPoissonArrivals>(unit, std::move(steps)));
 }
 
 Expected<std::unique_ptr<ArrivalProcess>> MakeGammaArrivals(Rate rate, double cv) {

@@ -205,6 +205,9 @@ enum class Variant {
   kAdapters,         // engine.adapters with size and memory_budget
   kAdmission,        // admission with one class given no keys
   kAdmissionQuota,   // kAdmission + admission.tenant_quota.token_rate
+  kAutoscaling,          // autoscaling with its one required key, target
+  kAutoscalingPanic,     // kAutoscaling + panic: {}
+  kAutoscalingForecast,  // kAutoscaling + a moving-window forecast
 };
 
 std::string TextOf(Variant v) {
@@ -227,6 +230,9 @@ std::string TextOf(Variant v) {
     case Variant::kAdmission: return Minimal("admission: {classes: {chat: {}}}\n");
     case Variant::kAdmissionQuota:
       return Minimal("admission: {classes: {chat: {}}, tenant_quota: {token_rate: 1000/s}}\n");
+    case Variant::kAutoscaling: return Minimal("autoscaling: {target: 2}\n");
+    case Variant::kAutoscalingPanic: return Minimal("autoscaling: {target: 2, panic: {}}\n");
+    case Variant::kAutoscalingForecast: return Minimal("autoscaling: {target: 2, forecast: {replica_rate: 1/s}}\n");
   }
   return "";
 }
@@ -236,7 +242,8 @@ const std::vector<Variant>& AllVariants() {
       Variant::kMinimal,      Variant::kPools,         Variant::kFaultsDelay,      Variant::kFaultsFailure,
       Variant::kPrefixCache,  Variant::kReplication,   Variant::kPriorityAging,    Variant::kLeastOutstanding,
       Variant::kWeighted,     Variant::kAdapterAware,  Variant::kAdapters,         Variant::kAdmission,
-      Variant::kAdmissionQuota};
+      Variant::kAdmissionQuota, Variant::kAutoscaling,
+      Variant::kAutoscalingPanic, Variant::kAutoscalingForecast};
   return all;
 }
 
@@ -355,6 +362,16 @@ Note Exact(std::string text) { return Note{Note::kExact, std::move(text)}; }
 Note Item(std::string text) { return Note{Note::kItem, std::move(text)}; }
 Note Promised() { return Note{Note::kPromised, ""}; }
 
+// "[{pods: 4, period: 15s}, {percent: 100, period: 15s}]": a direction's policies as the docs write them.
+std::string PoliciesText(const ScalingRules& rules) {
+  std::vector<std::string> items;
+  for (const ScalingPolicy& p : rules.policies) {
+    items.push_back(fmt::format("{{{}: {}, period: {}}}", p.kind == ScalingPolicyKind::kPods ? "pods" : "percent",
+                                p.value, DurationText(p.period)));
+  }
+  return "[" + fmt::format("{}", fmt::join(items, ", ")) + "]";
+}
+
 // ---- the accessor table: every documented key with a constant default -----------------
 
 struct Row {
@@ -467,6 +484,51 @@ const std::vector<Row>& Rows() {
       {"admission.classes.<name>.reserve_kv", Variant::kAdmission,
        [](S s) { return std::string(s.admission.classes.at(0).worst_case_kv ? "worst-case" : "prompt"); },
        Exact("admission.classes.chat.reserve_kv: prompt (not given)")},
+      {"autoscaling.interval", Variant::kAutoscaling, [](S s) { return DurationText(s.autoscaling.interval); },
+       Exact("autoscaling.interval: 15 s (not given)")},
+      {"autoscaling.metric", Variant::kAutoscaling,
+       [](S s) { return std::string(ScalingMetricName(s.autoscaling.metric)); },
+       Exact("autoscaling.metric: waiting_requests (not given)")},
+      {"autoscaling.tolerance", Variant::kAutoscaling, [](S s) { return Num(s.autoscaling.tolerance); },
+       Exact("autoscaling.tolerance: 0.1 (not given)")},
+      {"autoscaling.min_replicas", Variant::kAutoscaling, [](S s) { return Int(s.autoscaling.min_replicas); },
+       Exact("autoscaling.min_replicas: 1 (not given)")},
+      {"autoscaling.scale_up.stabilization", Variant::kAutoscaling,
+       [](S s) { return DurationText(s.autoscaling.scale_up.stabilization); },
+       Exact("autoscaling.scale_up.stabilization: 0 s (not given)")},
+      {"autoscaling.scale_up.policies", Variant::kAutoscaling, [](S s) { return PoliciesText(s.autoscaling.scale_up); },
+       Exact("autoscaling.scale_up.policies: 4 pods per 15 s, 100 percent per 15 s (the more permissive applies; not "
+             "given)")},
+      {"autoscaling.scale_down.stabilization", Variant::kAutoscaling,
+       [](S s) { return DurationText(s.autoscaling.scale_down.stabilization); },
+       Exact("autoscaling.scale_down.stabilization: 300 s (not given)")},
+      {"autoscaling.scale_down.policies", Variant::kAutoscaling,
+       [](S s) { return PoliciesText(s.autoscaling.scale_down); },
+       Exact("autoscaling.scale_down.policies: 100 percent per 15 s (the more permissive applies; not given)")},
+      {"autoscaling.panic.stable_window", Variant::kAutoscalingPanic,
+       [](S s) { return DurationText(s.autoscaling.panic->stable_window); },
+       Exact("autoscaling.panic.stable_window: 60 s (not given)")},
+      {"autoscaling.panic.panic_window", Variant::kAutoscalingPanic,
+       [](S s) { return DurationText(s.autoscaling.panic->panic_window); },
+       Exact("autoscaling.panic.panic_window: 6 s (not given)")},
+      {"autoscaling.panic.threshold", Variant::kAutoscalingPanic,
+       [](S s) { return Num(s.autoscaling.panic->panic_threshold); }, Exact("autoscaling.panic.threshold: 2 (not given)")},
+      {"autoscaling.nodes.provisioning_delay", Variant::kAutoscaling,
+       [](S s) { return DurationText(s.autoscaling.nodes.provisioning_delay); },
+       Exact("autoscaling.nodes.provisioning_delay: 240 s (not given)")},
+      {"autoscaling.load_bandwidth", Variant::kAutoscaling,
+       [](S s) { return fmt::format("{:g}GB/s", static_cast<double>(s.autoscaling.load_bandwidth) / 1e9); },
+       Exact("autoscaling.load_bandwidth: 2GB/s (per rank; not given)")},
+      {"autoscaling.engine_start", Variant::kAutoscaling, [](S s) { return DurationText(s.autoscaling.engine_start); },
+       Exact("autoscaling.engine_start: 30 s (not given)")},
+      {"autoscaling.drain.grace", Variant::kAutoscaling, [](S s) { return DurationText(s.autoscaling.drain_grace); },
+       Exact("autoscaling.drain.grace: 30 s (not given)")},
+      {"autoscaling.drain.expiry", Variant::kAutoscaling,
+       [](S s) { return std::string(DrainExpiryName(s.autoscaling.drain_expiry)); },
+       Exact("autoscaling.drain.expiry: requeue (not given)")},
+      {"autoscaling.forecast.window", Variant::kAutoscalingForecast,
+       [](S s) { return DurationText(s.autoscaling.forecast.window); },
+       Exact("autoscaling.forecast.window: 60 s (not given)")},
       {"output.requests", Variant::kMinimal, [](S s) { return Bool(s.output.requests); }, Promised()},
       {"output.timeline", Variant::kMinimal, [](S s) { return Bool(s.output.timeline); }, Promised()},
       {"output.timeseries_interval", Variant::kMinimal,
@@ -751,6 +813,97 @@ const std::vector<NonConstant>& NonConstants() {
          ASSERT_NE(s, nullptr);
          EXPECT_FALSE(s->admission.default_quota.token_rate.has_value());
        }},
+      {"autoscaling.target", "required when autoscaling is given", NonConstant::kRequired,
+       [] { ExpectRejected(Minimal("autoscaling: {interval: 15s}\n"), "autoscaling.target"); }},
+      {"autoscaling.forecast.replica_rate", "required for a moving window", NonConstant::kRequired,
+       [] { ExpectRejected(Minimal("autoscaling: {target: 2, forecast: {window: 60s}}\n"), "replica_rate"); }},
+      {"autoscaling.window", "the interval", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.window, s->autoscaling.interval);
+         EXPECT_TRUE(HasNote(s->derived, "autoscaling.window: 15 s (the interval; not given)")) << JoinNotes(s->derived);
+       }},
+      {"autoscaling.max_replicas", "what max_nodes hold", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.max_replicas, 8);  // 1 node of 8 GPUs, tp 1
+         EXPECT_TRUE(HasNote(s->derived, "autoscaling.max_replicas: 8 (what max_nodes 1 x 8 replicas per node hold; "
+                                         "not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"autoscaling.nodes.gpus_per_node", "hardware.gpus_per_node", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.nodes.gpus_per_node, s->gpus_per_node);
+         EXPECT_TRUE(HasNote(s->derived, "autoscaling.nodes.gpus_per_node: 8 (hardware.gpus_per_node; not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"autoscaling.nodes.initial", "hardware.nodes", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.nodes.initial, s->nodes);
+         EXPECT_TRUE(HasNote(s->derived, "autoscaling.nodes.initial: 1 (hardware.nodes; not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"autoscaling.nodes.max_nodes", "nodes.initial", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.nodes.max_nodes, s->autoscaling.nodes.initial);
+         EXPECT_TRUE(HasNote(s->derived, "autoscaling.nodes.max_nodes: 1 (nodes.initial; not given)"))
+             << JoinNotes(s->derived);
+       }},
+      {"autoscaling.forecast.lead", "the cold start plus one interval", NonConstant::kDerived,
+       [] {
+         const Expected<Scenario> s =
+             Load(Minimal("autoscaling: {target: 2, forecast: {schedule: [{at: 1m, replicas: 1}]}}\n"));
+         ASSERT_TRUE(s.ok()) << s.status().message();
+         EXPECT_EQ(s->autoscaling.forecast.lead, s->autoscaling.cold_start() + s->autoscaling.interval);
+         EXPECT_TRUE(MentionsKey(s->derived, "autoscaling.forecast.lead")) << JoinNotes(s->derived);
+       }},
+      {"autoscaling.forecast.horizon", "the cold start", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscalingForecast);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.forecast.horizon, s->autoscaling.cold_start());
+         EXPECT_TRUE(MentionsKey(s->derived, "autoscaling.forecast.horizon")) << JoinNotes(s->derived);
+       }},
+      {"autoscaling", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->autoscaling.enabled);
+       }},
+      {"autoscaling.panic", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->autoscaling.panic.has_value());
+       }},
+      {"autoscaling.price", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.price_per_gpu_hour, 0.0);
+       }},
+      {"autoscaling.forecast", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscaling);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->autoscaling.forecast.kind, ForecastConfig::Kind::kNone);
+       }},
+      {"autoscaling.forecast.schedule", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kAutoscalingForecast);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(s->autoscaling.forecast.schedule.empty());
+         EXPECT_EQ(s->autoscaling.forecast.kind, ForecastConfig::Kind::kMovingWindow);
+       }},
+
       // "none": absent = the feature is off.
       // No user catalog: every name resolves against the built-in one, and no catalog input
       // is listed.

@@ -108,7 +108,7 @@ TEST(ReadFitScenario, MisspelledKeysAreLocatedErrors) {
   EXPECT_EQ(ErrorOf("model: {name: atlas-70b}\ndeploymnet: {tp: 4}\n"),
             "scenario.yaml:2:1: unknown field 'deploymnet'; did you mean 'deployment'? "
             "(valid: version, name, seed, model, hardware, deployment, engine, router, workload, "
-            "slo, output, faults, catalog, admission)\n"
+            "slo, output, faults, catalog, admission, autoscaling)\n"
             "    2 | deploymnet: {tp: 4}\n"
             "      | ^\n");
   EXPECT_EQ(ErrorOf("engine:\n  scheduler:\n    max_runing: 8\n"),

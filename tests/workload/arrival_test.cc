@@ -163,5 +163,56 @@ TEST(ArrivalTest, ErrorsNameTheValidProcesses) {
   EXPECT_EQ(zero.status().message(), "expected a positive rate, got 0/s");
 }
 
+// A schedule steps the Poisson rate: 8/s for 2 minutes, a 30/s burst for 2 minutes,
+// then 8/s again. The counts per segment follow the rates (Poisson: within 4 standard
+// deviations), and a rate of 0 is silent.
+TEST(ArrivalTest, ScheduledPoissonFollowsEachStepsRate) {
+  auto p = Parse("{process: poisson, rate: 8/s, schedule: [{at: 2m, rate: 30/s}, {at: 4m, rate: 8/s}, "
+                 "{at: 6m, rate: 0/s}, {at: 7m, rate: 8/s}]}");
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(p->MeanRate(), 8.0);
+  RngStream rng(5, "workload.arrivals");
+  int64_t counts[5] = {0, 0, 0, 0, 0};  // [0,2m) [2m,4m) [4m,6m) [6m,7m) [7m,9m)
+  SimTime prev;
+  while (true) {
+    const SimTime t = p->Next(rng);
+    ASSERT_GE(t, prev);
+    prev = t;
+    const double s = t.seconds();
+    if (s >= 540) break;
+    counts[s < 120 ? 0 : s < 240 ? 1 : s < 360 ? 2 : s < 420 ? 3 : 4]++;
+  }
+  const double expected[5] = {960, 3600, 960, 0, 960};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(static_cast<double>(counts[i]), expected[i], 4 * std::sqrt(expected[i]) + 0.5) << "segment " << i;
+  }
+  EXPECT_EQ(counts[3], 0);
+  EXPECT_EQ(p->Describe().dump(),
+            R"({"process":"poisson","rate_per_s":8.0,"schedule":[{"at":"2 min","rate_per_s":30.0},)"
+            R"({"at":"4 min","rate_per_s":8.0},{"at":"6 min","rate_per_s":0.0},{"at":"7 min","rate_per_s":8.0}]})");
+  // Deterministic: a clone draws the same times.
+  auto a = p->Clone();
+  auto b = p->Clone();
+  EXPECT_EQ(GapsSeconds(*a, 500), GapsSeconds(*b, 500));
+}
+
+TEST(ArrivalTest, ScheduleErrorsAreLocated) {
+  auto back = ParseOpenLoopArrivals(
+      ParseYaml("arrival: {process: poisson, rate: 8/s, schedule: [{at: 2m, rate: 30/s}, {at: 1m, rate: 8/s}]}")["arrival"]);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().message().substr(0, back.status().message().find('\n')),
+            "test.yaml:1:78: arrival.schedule[1].at: expected a time after 2 min (steps in increasing time, after 0), got "
+            "1 min");
+  auto negative =
+      ParseOpenLoopArrivals(ParseYaml("arrival: {process: poisson, rate: 8/s, schedule: [{at: 2m, rate: -1/s}]}")["arrival"]);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("schedule[0].rate"), std::string::npos) << negative.status().message();
+  auto key = ParseOpenLoopArrivals(
+      ParseYaml("arrival: {process: poisson, rate: 8/s, schedule: [{at: 2m, rates: 30/s}]}")["arrival"]);
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().message().substr(0, key.status().message().find('\n')),
+            "test.yaml:1:60: arrival.schedule[0]: unknown field 'rates'; did you mean 'rate'? (valid: at, rate)");
+}
+
 }  // namespace
 }  // namespace fleetplan

@@ -17,7 +17,7 @@ inline constexpr int64_t kVersion = 1;
 // `catalog`: user catalog file(s) (catalog/catalog.h), paths relative to the scenario.
 inline const std::vector<std::string> kRoot = {"version", "name",     "seed",     "model", "hardware", "deployment",
                                                "engine",  "router",   "workload", "slo",   "output",   "faults",
-                                               "catalog", "admission"};
+                                               "catalog", "admission", "autoscaling"};
 inline const std::vector<std::string> kModel = {"name", "spec", "weight_dtype", "kv_dtype", "kv_window", "max_context"};
 inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_node", "intra_node_link",
                                                    "inter_node_link"};
@@ -61,6 +61,20 @@ inline const std::vector<std::string> kAdmissionClass = {"priority", "max_queue"
                                                          "aging_margin"};
 inline const std::vector<std::string> kAdmissionRule = {"tenant", "workload_class", "class"};
 inline const std::vector<std::string> kTenantQuota = {"max_concurrent", "max_tokens_in_flight", "token_rate", "burst"};
+// autoscaling: the pod and node loops (fleet/autoscaler.h).
+inline const std::vector<std::string> kAutoscaling = {
+    "interval",    "metric", "target",    "window",         "tolerance",    "min_replicas", "max_replicas",
+    "scale_up",    "scale_down", "panic", "nodes",          "load_bandwidth", "engine_start", "drain",
+    "price",       "forecast"};
+inline const std::vector<std::string> kAutoscalingRules = {"stabilization", "policies"};
+inline const std::vector<std::string> kAutoscalingPolicy = {"pods", "percent", "period"};
+inline const std::vector<std::string> kAutoscalingPanic = {"stable_window", "panic_window", "threshold"};
+inline const std::vector<std::string> kAutoscalingNodes = {"gpus_per_node", "initial", "max_nodes",
+                                                           "provisioning_delay"};
+inline const std::vector<std::string> kAutoscalingDrain = {"grace", "expiry"};
+inline const std::vector<std::string> kAutoscalingForecast = {"schedule", "lead", "window", "horizon",
+                                                              "replica_rate"};
+inline const std::vector<std::string> kAutoscalingForecastStep = {"at", "replicas"};
 inline const std::vector<std::string> kOutput = {"dir", "requests", "timeline", "timeseries_interval", "html"};
 
 }  // namespace fleetplan::scenario_keys

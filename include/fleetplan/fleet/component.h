@@ -49,6 +49,7 @@ namespace fleetplan {
 
 class Simulation;
 struct FleetSetup;
+enum class ReplicaState : int;
 struct RouteInfo;
 enum class ReplicaState : int;
 
@@ -62,7 +63,8 @@ class FleetComponent : public EventHandler {
   virtual Status OnReplicaAdded(int32_t id) { (void)id; return Status::Ok(); }
   // The simulation starts at `now` (schedule the first events).
   virtual void OnStart(SimTime now) { (void)now; }
-  // Replica `id` entered `state` (its lifecycle, simulation.h) at `now`.
+  // Replica `id` entered `state` at `now` (its lifecycle: pending, loading, ready,
+  // draining, gone); replicas of the setup start ready without a call.
   virtual void OnReplicaState(int32_t id, ReplicaState state, SimTime now) { (void)id; (void)state; (void)now; }
 
   virtual void OnArrival(const Request& r, SimTime now) { (void)r; (void)now; }

@@ -56,6 +56,7 @@ struct FleetPlan {
   LinkSpec transfer_link;               // with a prefill pool
   ReplicationConfig replication;
   AdmissionConfig admission;  // resolved against the workload's names; in ToJson when enabled
+  AutoscalingConfig autoscaling;  // off unless enabled; in ToJson when enabled
   std::vector<TimedInvalidation> invalidations;
   std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (set by callers: capacity)
   WorkloadSpec workload;

@@ -24,6 +24,7 @@
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/adapters.h"
 #include "fleetplan/fleet/admission.h"
+#include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/pools.h"
 #include "fleetplan/fleet/prefix_placement.h"
 #include "fleetplan/fleet/router.h"
@@ -122,6 +123,7 @@ struct Scenario {
   ReplicationConfig replication;  // router.replication (off when not given)
   AdapterConfig adapters;  // engine.adapters (off when not given)
   AdmissionSpec admission;  // admission (off when not given)
+  AutoscalingConfig autoscaling;  // autoscaling (off when not given)
   WorkloadSpec workload;
   SloSpec slo;
   OutputSpec output;

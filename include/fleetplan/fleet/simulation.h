@@ -88,6 +88,7 @@ struct TimedInvalidation {
 };
 
 struct ReplicaLoss;  // below, after DrainExpiry
+struct AutoscalingConfig;  // autoscaler.h
 
 struct FleetSetup {
   std::vector<ReplicaSetup> replicas;
@@ -102,6 +103,7 @@ struct FleetSetup {
   TimeSeriesConfig timeseries;          // report.json `timeseries`; off (interval 0) by default
   std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (fleet/replica_loss.h)
   AdmissionConfig admission;            // classes, quotas, bounded queues (admission.h); off by default
+  std::shared_ptr<const AutoscalingConfig> autoscaling;  // the pod and node loops; off when null
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.

@@ -13,6 +13,8 @@
 // (at its start) on each replica's process with every series as an arg (Perfetto draws
 // one track per arg), and a "fleet" process (the pid after the last replica) with the
 // fleet's series and goodput, and each class's goodput ("ts <class>").
+// With autoscaling, each replica's lifecycle (pending, loading, ready, draining) as
+// complete spans ("X", category "state") on thread 3 ("state") of its process.
 // A "router" process (pid 0) holds one instant event per routing decision: the request,
 // the chosen replica, the stage it was chosen for, the matched prefix tokens and the
 // queue age at assignment.
@@ -55,6 +57,14 @@ class TimelineWriter {
   void OnTransfer(const TransferEvent& transfer);
   // The time series as counter tracks (before Close).
   void AddTimeSeries(const TimeSeriesData& series);
+  // Replica lifecycle spans, in (replica, start) order (before Close).
+  struct StateSpan {
+    int32_t replica = 0;
+    std::string_view state;
+    SimTime start;
+    SimTime end;
+  };
+  void AddReplicaStates(const std::vector<StateSpan>& spans);
   // Writes the metadata and closes the file. Idempotent.
   Status Close();
 
@@ -65,6 +75,8 @@ class TimelineWriter {
   TimelineWriter(std::string path, const WorkloadNames* names, int64_t max_events);
   void Emit(const std::string& event);
   bool KeepStep(int32_t replica);
+  // Names the process (and steps thread) of every replica up to `replica`.
+  void EnsureReplica(int32_t replica);
   bool KeepRequest(RequestId id) const;
 
   std::string path_;

@@ -10,6 +10,11 @@
 //   gamma      {process: gamma, rate: 8/s, cv: 3}            gamma gaps, mean 1/rate, CV cv
 //                                                            (cv > 1 bursty, cv = 1 Poisson)
 //   constant   {process: constant, rate: 8/s}                one arrival every 1/rate
+//   poisson with a schedule
+//              {process: poisson, rate: 8/s, schedule: [{at: 2m, rate: 30/s}, {at: 4m, rate: 8/s}]}
+//              Poisson whose rate steps to each entry's rate at its time (a burst); a
+//              rate of 0 pauses. The arrivals of the plain process are not those of a
+//              schedule with one step at its own rate (the draws differ).
 //   on-off     {process: on-off, rate: 20/s, on: 10s, off: 50s}
 //              Poisson at `rate` during each `on` window, nothing during the `off` window
 //              that follows; windows repeat from time 0 (on first). Mean rate is
@@ -49,6 +54,15 @@ class ArrivalProcess {
 Expected<std::unique_ptr<ArrivalProcess>> MakePoissonArrivals(Rate rate);          // rate > 0
 Expected<std::unique_ptr<ArrivalProcess>> MakeGammaArrivals(Rate rate, double cv);  // cv > 0
 Expected<std::unique_ptr<ArrivalProcess>> MakeConstantArrivals(Rate rate);         // rate > 0
+// A step of a rate schedule: from `at` on, the rate is `rate`.
+struct RateStep {
+  SimTime at;
+  Rate rate;
+};
+// Poisson at `rate` from 0, then at each step's rate from its time on. REQUIRES of the
+// caller nothing: steps must be in increasing time after 0 with rates >= 0 (else an
+// error).
+Expected<std::unique_ptr<ArrivalProcess>> MakeScheduledPoissonArrivals(Rate rate, std::vector<RateStep> schedule);
 // on > 0, off >= 0.
 Expected<std::unique_ptr<ArrivalProcess>> MakeOnOffArrivals(Rate rate, Duration on, Duration off);
 
