@@ -69,8 +69,8 @@ TEST(Svg, LineChartDrawsEveryLineMarkerAndLegend) {
   f.title = "T<1>";
   f.x_label = "x";
   f.y_label = "y";
-  const std::vector<Line> lines = {{"a", {0, 1, 2}, {0, 5, 3}, 0, false, false},
-                                   {"b", {0, 2}, {1, 1}, 1, true, true}};
+  const std::vector<Line> lines = {{"a", {0, 1, 2}, {0, 5, 3}, 0, false, false, false, false, {}},
+                                   {"b", {0, 2}, {1, 1}, 1, true, true, false, false, {}}};
   const std::vector<Marker> markers = {{1.5, "limit", 2}};
   const std::string svg = LineChart(f, lines, markers);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
@@ -92,10 +92,24 @@ TEST(Svg, LineChartDrawsEveryLineMarkerAndLegend) {
   EXPECT_EQ(svg, LineChart(f, lines, markers)) << "deterministic";
 }
 
+TEST(Svg, DotsDrawACircleAtEveryPointWithItsOwnTooltipAndNoLineWhenAsked) {
+  ChartFrame f;
+  const std::vector<Line> scatter = {{"all", {1, 2, 3}, {3, 1, 2}, 0, false, false, true, true, {"p1", "p2", "p3"}},
+                                     {"front", {1, 3}, {3, 2}, 1, false, false, true, false, {}}};
+  const std::string svg = LineChart(f, scatter);
+  const std::regex circle("<circle ");
+  EXPECT_EQ(std::distance(std::sregex_iterator(svg.begin(), svg.end(), circle), std::sregex_iterator()), 5);
+  const std::regex polyline("<polyline ");
+  EXPECT_EQ(std::distance(std::sregex_iterator(svg.begin(), svg.end(), polyline), std::sregex_iterator()), 1);
+  for (const char* tip : {"<title>p1</title>", "<title>p2</title>", "<title>p3</title>", "<title>front</title>"}) {
+    EXPECT_NE(svg.find(tip), std::string::npos) << tip;
+  }
+}
+
 TEST(Svg, LogAxisLeavesOutNonPositiveValues) {
   ChartFrame f;
   f.log_x = true;
-  const std::vector<Line> lines = {{"a", {0, 10, 1000}, {0, 0.5, 1}, 0, false, false}};
+  const std::vector<Line> lines = {{"a", {0, 10, 1000}, {0, 0.5, 1}, 0, false, false, false, false, {}}};
   const std::string svg = LineChart(f, lines);
   const std::smatch m = [&] {
     std::smatch out;
@@ -112,7 +126,7 @@ TEST(Svg, LogAxisLeavesOutNonPositiveValues) {
 TEST(Svg, NonFiniteValuesAreLeftOut) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   ChartFrame f;
-  const std::vector<Line> lines = {{"a", {0, 1, 2}, {1, nan, 3}, 0, false, false}};
+  const std::vector<Line> lines = {{"a", {0, 1, 2}, {1, nan, 3}, 0, false, false, false, false, {}}};
   const std::string line = LineChart(f, lines, std::vector<Marker>{{nan, "m", 0}});
   EXPECT_EQ(line.find("nan"), std::string::npos);
   EXPECT_EQ(line.find(">m</text>"), std::string::npos);
