@@ -119,31 +119,6 @@ Status ReadDomains(const YamlNode& node, CapacitySpec& s) {
   return Status::Ok();
 }
 
-std::vector<std::string> SloClasses(const YamlDocument& scenario) {
-  std::vector<std::string> names;
-  const YamlNode slo = scenario.root()["slo"];
-  if (!slo.IsMap()) return names;
-  auto entries = slo.Entries();
-  if (!entries.ok()) return names;
-  for (const auto& [name, value] : *entries) names.push_back(name);
-  return names;
-}
-
-Expected<AttainmentTargets> ReadAttainment(const YamlNode& node, const std::vector<std::string>& classes) {
-  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
-  if (entries.empty()) return node.Error("expected at least one class: attainment (e.g. {interactive: 0.99})");
-  AttainmentTargets targets;
-  for (const auto& [cls, value] : entries) {
-    if (std::find(classes.begin(), classes.end(), cls) == classes.end()) {
-      return value.Error(UnknownNameMessage("SLO class", cls, classes) + " (classes of the scenario's slo)");
-    }
-    FP_ASSIGN_OR_RETURN(double v, value.AsDoubleInRange(0, 1));
-    if (!(v > 0)) return value.Error("expected an attainment in (0, 1]");
-    targets.emplace_back(cls, v);
-  }
-  return targets;
-}
-
 Status ReadReplicaCapacity(const YamlNode& node, CapacitySpec& s) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
   ReplicaCapacitySource& c = s.replica_capacity;
@@ -154,12 +129,12 @@ Status ReadReplicaCapacity(const YamlNode& node, CapacitySpec& s) {
   }
   FP_RETURN_IF_ERROR(node.CheckKeys({"search", "file", "rate"}));
   const auto& [kind, value] = entries.front();
-  const std::vector<std::string> classes = SloClasses(*s.base.base);
+  const std::vector<std::string> classes = SloClassNames(*s.base.base);
   if (kind == "search") {
     c.kind = ReplicaCapacitySource::Kind::kSearch;
     FP_RETURN_IF_ERROR(value.CheckKeys({"attainment", "low", "high", "resolution", "duration"}));
     if (value["attainment"].present()) {
-      FP_ASSIGN_OR_RETURN(c.attainment, ReadAttainment(value["attainment"], classes));
+      FP_ASSIGN_OR_RETURN(c.attainment, ReadAttainmentTargets(value["attainment"], classes, "classes of the scenario's slo"));
     } else {
       if (classes.empty()) return value.Error("the scenario has no slo: name the attainment to search for");
       for (const std::string& cls : classes) c.attainment.emplace_back(cls, 0.99);

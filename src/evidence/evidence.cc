@@ -4,34 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/calendar.h"
 #include "fleetplan/core/digest.h"
 
 namespace fleetplan {
 namespace {
-
-// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil;
-// written out because std::chrono's calendar needs no help but its parsing is locale- and
-// library-dependent, and evidence times must read the same everywhere).
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-void CivilFromDays(int64_t z, int64_t& y, int64_t& m, int64_t& d) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  d = doy - (153 * mp + 2) / 5 + 1;
-  m = mp + (mp < 10 ? 3 : -9);
-  y = yoe + era * 400 + (m <= 2 ? 1 : 0);
-}
 
 bool Digits(std::string_view s, size_t at, size_t n, int64_t& out) {
   if (at + n > s.size()) return false;
@@ -42,8 +19,6 @@ bool Digits(std::string_view s, size_t at, size_t n, int64_t& out) {
   }
   return true;
 }
-
-bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 Expected<UtcTime> TimeAt(const YamlNode& node) {
   FP_ASSIGN_OR_RETURN(std::string text, node.AsString());
@@ -71,8 +46,7 @@ Expected<UtcTime> ParseUtcTime(std::string_view s) {
       !Digits(s, 14, 2, mi) || s[16] != ':' || !Digits(s, 17, 2, se)) {
     return bad();
   }
-  static constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] + (mo == 2 && IsLeap(y) ? 1 : 0) || h > 23 ||
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 ||
       mi > 59 || se > 59) {
     return bad();
   }
@@ -94,10 +68,9 @@ Expected<UtcTime> ParseUtcTime(std::string_view s) {
 }
 
 std::string FormatUtcTime(UtcTime t) {
-  int64_t y, m, d;
-  CivilFromDays(t.seconds / 86400, y, m, d);
+  const CivilDate c = CivilFromDays(t.seconds / 86400);
   const int64_t s = t.seconds % 86400;
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", y, m, d, s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", c.year, c.month, c.day, s / 3600, s / 60 % 60, s % 60);
 }
 
 Expected<EvidenceHeader> ReadEvidenceHeader(std::string_view bytes, const std::string& display_name) {

@@ -657,13 +657,7 @@ Expected<AdmissionConfig> ResolveAdmission(const AdmissionSpec& spec, const Work
   c.max_in_flight_per_replica = spec.max_in_flight_per_replica;
   c.default_quota = spec.default_quota;
   c.tenant_names = names.tenants;
-  auto resolve = [](const YamlNode& node, const std::string& name, const std::vector<std::string>& known,
-                    std::string_view what) -> Expected<int32_t> {
-    const auto it = std::find(known.begin(), known.end(), name);
-    if (it != known.end()) return static_cast<int32_t>(it - known.begin());
-    if (known.empty()) return node.Error(fmt::format("the workload has no {}s; '{}' names none", what, name));
-    return node.Error(UnknownNameMessage(what, name, known));
-  };
+  const auto resolve = &section::ResolveWorkloadName;
   for (const AdmissionSpec::Rule& r : spec.rules) {
     FP_ASSIGN_OR_RETURN(int32_t handle, resolve(*r.node, r.name, r.by_tenant ? names.tenants : names.classes,
                                                 r.by_tenant ? "tenant" : "workload class"));

@@ -76,13 +76,7 @@ Status ReadEvents(const YamlNode& node, Scenario& s) {
 
 Expected<std::vector<TimedInvalidation>> ResolveInvalidations(const std::vector<InvalidationEventSpec>& events,
                                                              const WorkloadNames& names) {
-  auto resolve = [](const YamlNode& node, const std::string& name, const std::vector<std::string>& known,
-                    std::string_view what) -> Expected<int32_t> {
-    const auto it = std::find(known.begin(), known.end(), name);
-    if (it != known.end()) return static_cast<int32_t>(it - known.begin());
-    if (known.empty()) return node.Error(fmt::format("the workload has no {}s; '{}' names none", what, name));
-    return node.Error(UnknownNameMessage(what, name, known));
-  };
+  const auto resolve = &section::ResolveWorkloadName;
   std::vector<TimedInvalidation> out;
   for (const InvalidationEventSpec& e : events) {
     CacheInvalidation inv{e.kind, kAllTargets};

@@ -48,6 +48,17 @@ inline Expected<std::string> ReadChoice(const YamlNode& node, const std::string&
   return value;
 }
 
+// The handle of `name` among a workload's `known` names (WorkloadNames' classes or
+// tenants), or an error located at `node`: did-you-mean over them, or that the workload has
+// none of `what` at all. Used where scenario names are resolved when the run is built.
+inline Expected<int32_t> ResolveWorkloadName(const YamlNode& node, const std::string& name,
+                                             const std::vector<std::string>& known, std::string_view what) {
+  const auto it = std::find(known.begin(), known.end(), name);
+  if (it != known.end()) return static_cast<int32_t>(it - known.begin());
+  if (known.empty()) return node.Error(fmt::format("the workload has no {}s; '{}' names none", what, name));
+  return node.Error(UnknownNameMessage(what, name, known));
+}
+
 inline bool HasPrefillPool(const Scenario& s) {
   for (const PoolSpec& p : s.pools) {
     if (p.role == PoolRole::kPrefill) return true;

@@ -23,6 +23,8 @@ constexpr int64_t kMaxRangeValues = 10'000;
 // The attainment a class must reach to "meet the SLO" when the spec states none.
 constexpr double kDefaultTarget = 0.99;
 
+constexpr std::string_view kTargetsHint = "targets name classes of the base scenario's slo";
+
 const std::vector<std::string> kSpecKeys = {"version", "base",    "overrides", "axes",
                                             "seeds",   "targets", "price",     "search"};
 
@@ -130,21 +132,6 @@ Expected<std::vector<YamlNode>> ExpandRange(const YamlNode& node) {
   return values;
 }
 
-Expected<AttainmentTargets> ReadTargets(const YamlNode& node, const std::vector<std::string>& slo_classes) {
-  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
-  if (entries.empty()) return node.Error("expected at least one class: attainment (e.g. {interactive: 0.99})");
-  AttainmentTargets targets;
-  for (const auto& [cls, value] : entries) {
-    if (std::find(slo_classes.begin(), slo_classes.end(), cls) == slo_classes.end()) {
-      return value.Error(UnknownNameMessage("SLO class", cls, slo_classes) +
-                         " (targets name classes of the base scenario's slo)");
-    }
-    FP_ASSIGN_OR_RETURN(double t, value.AsDoubleInRange(0, 1));
-    if (t <= 0) return value.Error("expected an attainment in (0, 1], got 0");
-    targets.emplace_back(cls, t);
-  }
-  return targets;
-}
 
 // "2%" or a fraction such as 0.02.
 Expected<double> ReadResolution(const YamlNode& node) {
@@ -184,21 +171,12 @@ Expected<MaxRateSearch> ReadSearch(const YamlNode& node, const std::vector<std::
     return m["high"].Error(fmt::format("expected a rate above low ({}), got {}", m["low"].Text(), m["high"].Text()));
   }
   FP_RETURN_IF_ERROR(m["attainment"].RequirePresent());
-  FP_ASSIGN_OR_RETURN(s.attainment, ReadTargets(m["attainment"], slo_classes));
+  FP_ASSIGN_OR_RETURN(s.attainment, ReadAttainmentTargets(m["attainment"], slo_classes, kTargetsHint));
   FP_ASSIGN_OR_RETURN(s.resolution, ReadResolution(m["resolution"]));
   FP_ASSIGN_OR_RETURN(s.early_stop, m["early_stop"].BoolOr(true));
   return s;
 }
 
-std::vector<std::string> SloClasses(const YamlDocument& base) {
-  std::vector<std::string> names;
-  const YamlNode slo = base.root()["slo"];
-  if (!slo.IsMap()) return names;
-  auto entries = slo.Entries();
-  if (!entries.ok()) return names;
-  for (const auto& [name, value] : *entries) names.push_back(name);
-  return names;
-}
 
 Status ReadBase(const YamlNode& node, const std::string& dir, SweepSpec& s) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
@@ -270,6 +248,32 @@ Status ReadSeeds(const YamlNode& node, SweepSpec& s) {
 }
 
 }  // namespace
+
+std::vector<std::string> SloClassNames(const YamlDocument& base) {
+  std::vector<std::string> names;
+  const YamlNode slo = base.root()["slo"];
+  if (!slo.IsMap()) return names;
+  auto entries = slo.Entries();
+  if (!entries.ok()) return names;
+  for (const auto& [name, value] : *entries) names.push_back(name);
+  return names;
+}
+
+Expected<AttainmentTargets> ReadAttainmentTargets(const YamlNode& node, const std::vector<std::string>& slo_classes,
+                                                  std::string_view hint) {
+  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  if (entries.empty()) return node.Error("expected at least one class: attainment (e.g. {interactive: 0.99})");
+  AttainmentTargets targets;
+  for (const auto& [cls, value] : entries) {
+    if (std::find(slo_classes.begin(), slo_classes.end(), cls) == slo_classes.end()) {
+      return value.Error(UnknownNameMessage("SLO class", cls, slo_classes) + " (" + std::string(hint) + ")");
+    }
+    FP_ASSIGN_OR_RETURN(double t, value.AsDoubleInRange(0, 1));
+    if (t <= 0) return value.Error("expected an attainment in (0, 1], got 0");
+    targets.emplace_back(cls, t);
+  }
+  return targets;
+}
 
 Json SweepValueJson(const YamlNode& v) {
   if (auto i = v.AsInt(); i.ok()) return *i;
@@ -364,7 +368,7 @@ Expected<SweepSpec> LoadSweepSpecText(std::string_view text, std::string display
   if (version != 1) return root["version"].Error(fmt::format("unsupported sweep spec version {}; this fleetplan reads version 1", version));
   FP_RETURN_IF_ERROR(ReadBase(root["base"], dir, s));
   const std::vector<std::string> known = ScenarioKeyPaths(*s.base);
-  const std::vector<std::string> slo_classes = SloClasses(*s.base);
+  const std::vector<std::string> slo_classes = SloClassNames(*s.base);
 
   if (root["overrides"].present() && !root["overrides"].IsNull()) {
     FP_ASSIGN_OR_RETURN(auto entries, root["overrides"].Entries());
@@ -385,7 +389,7 @@ Expected<SweepSpec> LoadSweepSpecText(std::string_view text, std::string display
     }
   }
   if (root["targets"].present() && !root["targets"].IsNull()) {
-    FP_ASSIGN_OR_RETURN(s.targets, ReadTargets(root["targets"], slo_classes));
+    FP_ASSIGN_OR_RETURN(s.targets, ReadAttainmentTargets(root["targets"], slo_classes, kTargetsHint));
     s.targets_source = "targets";
   } else if (s.search) {
     s.targets = s.search->attainment;

@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 
+#include "fleetplan/core/calendar.h"
 #include "fleetplan/core/limits.h"
 #include "fleetplan/workload/content.h"
 #include "workload/csv.h"
@@ -129,41 +130,6 @@ class CsvRowParser : public RowParser {
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kSecondsPerDay = 86'400;
 
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant, "chrono-compatible
-// low-level date algorithms", days_from_civil).
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-struct Civil {
-  int64_t y, m, d;
-};
-
-Civil CivilFromDays(int64_t z) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t d = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t m = mp < 10 ? mp + 3 : mp - 9;
-  return Civil{yoe + era * 400 + (m <= 2 ? 1 : 0), m, d};
-}
-
-bool IsLeap(int64_t y) {
-  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-int64_t DaysInMonth(int64_t y, int64_t m) {
-  static constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && IsLeap(y) ? 29 : kDays[m - 1];
-}
 
 // "YYYY-MM-DD HH:MM:SS[.f...]" (1-9 fractional digits; 'T' also separates) to
 // nanoseconds since 1970-01-01 on the trace's own (unstated) time zone.
@@ -209,8 +175,8 @@ std::string FormatWallClock(int64_t ns) {
   const int64_t frac = ns - seconds * kNanosPerSecond;
   const int64_t days = seconds >= 0 ? seconds / kSecondsPerDay : (seconds - kSecondsPerDay + 1) / kSecondsPerDay;
   const int64_t sod = seconds - days * kSecondsPerDay;
-  const Civil c = CivilFromDays(days);
-  return fmt::format("{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}.{:07d}", c.y, c.m, c.d, sod / 3600, sod / 60 % 60,
+  const CivilDate c = CivilFromDays(days);
+  return fmt::format("{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}.{:07d}", c.year, c.month, c.day, sod / 3600, sod / 60 % 60,
                      sod % 60, frac / 100);
 }
 

@@ -91,6 +91,13 @@ Expected<SweepSpec> LoadSweepSpecText(std::string_view text, std::string display
 // elements) plus the format's documented keys of its fixed sections, sorted.
 std::vector<std::string> ScenarioKeyPaths(const YamlDocument& scenario);
 
+// The class names of a scenario document's `slo`, in the order written (empty without one).
+std::vector<std::string> SloClassNames(const YamlDocument& scenario);
+// A mapping class -> attainment in (0, 1] (at least one), each class one of `slo_classes`;
+// an unknown class is a located error with did-you-mean and `hint` in parentheses.
+Expected<AttainmentTargets> ReadAttainmentTargets(const YamlNode& node, const std::vector<std::string>& slo_classes,
+                                                  std::string_view hint);
+
 // An axis value in output: an integer, number or boolean as such, other scalars as text.
 Json SweepValueJson(const YamlNode& value);
 
