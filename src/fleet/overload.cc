@@ -58,9 +58,11 @@ void LoadTracker::Add(const RequestRecord& r) {
   entries_.push_back(Entry{r.arrival.ns(), end.ns(), r.class_id});
 }
 
-OverloadDiagnosis LoadTracker::Diagnose(int64_t replicas, const std::vector<std::string>& classes) const {
+OverloadDiagnosis LoadTracker::Diagnose(int64_t replicas, bool fixed_fleet,
+                                        const std::vector<std::string>& classes) const {
   OverloadDiagnosis d;
   d.replicas = replicas;
+  d.fixed_fleet = fixed_fleet;
   std::vector<std::vector<int64_t>> arrivals(classes.size()), ends(classes.size());
   std::vector<int64_t> all_arrivals, all_ends;
   for (const Entry& e : entries_) {
@@ -73,7 +75,7 @@ OverloadDiagnosis LoadTracker::Diagnose(int64_t replicas, const std::vector<std:
   for (size_t c = 0; c < classes.size(); ++c) {
     d.classes.emplace_back(classes[c], Judge(std::move(arrivals[c]), std::move(ends[c]), replicas));
   }
-  if (d.fleet.over_capacity) {
+  if (d.fleet.over_capacity && fixed_fleet) {
     d.replicas_to_keep_up = static_cast<int64_t>(std::ceil(static_cast<double>(replicas) * Ratio(d.fleet) - 1e-9));
   }
   return d;
@@ -82,9 +84,10 @@ OverloadDiagnosis LoadTracker::Diagnose(int64_t replicas, const std::vector<std:
 Json OverloadJson(const OverloadDiagnosis& d) {
   Json j = FiguresJson(d.fleet);
   j["replicas"] = d.replicas;
+  if (!d.fixed_fleet) j["fixed_fleet"] = false;
   if (d.fleet.over_capacity) {
     j["arrivals_per_completion"] = RoundForReport(Ratio(d.fleet), 6);
-    j["replicas_to_keep_up"] = d.replicas_to_keep_up;
+    if (d.fixed_fleet) j["replicas_to_keep_up"] = d.replicas_to_keep_up;
     j["advice"] = "size the fleet for its SLOs with `fleetplan capacity` (docs/capacity.md)";
   }
   Json classes = Json::object();
@@ -104,11 +107,13 @@ std::string OverloadText(const OverloadDiagnosis& d) {
   return fmt::format(
       "OVER CAPACITY: requests arrived at {:.2f}/s but ended at {:.2f}/s while they arrived ({:.2f}x); in flight "
       "(queued or running) grew from {} halfway through the arrivals to {} at the last arrival, and took {:.1f} s "
-      "more to drain.{} Latencies and attainment measure that backlog. Just keeping up needs at least {} replicas "
-      "(this fleet has {}); size the fleet for its SLOs with `fleetplan capacity` (docs/capacity.md)\n",
+      "more to drain.{} Latencies and attainment measure that backlog. {}; size the fleet for its SLOs with "
+      "`fleetplan capacity` (docs/capacity.md)\n",
       f.arrival_rate, f.ended_rate, Ratio(f), f.in_flight_halfway, f.in_flight_at_last_arrival, f.drain_s,
       by_class.empty() ? std::string() : fmt::format(" Classes falling behind (arrivals per completion): {}.", by_class),
-      d.replicas_to_keep_up, d.replicas);
+      d.fixed_fleet ? fmt::format("Just keeping up needs at least {} replicas (this fleet has {})", d.replicas_to_keep_up,
+                                  d.replicas)
+                    : fmt::format("The fleet changed size during the run (it started with {} replicas)", d.replicas));
 }
 
 }  // namespace fleetplan

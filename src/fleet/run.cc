@@ -402,7 +402,9 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   }
   const Duration span = sim->end_time() - sim->first_arrival();
   FleetResult fleet = Collect(*sim, std::move(report), span);
-  fleet.overload = sink.load().Diagnose(plan.replicas(), source->names().classes);
+  bool fixed_fleet = sim->replica_count() == plan.replicas();
+  for (int32_t i = 0; i < sim->replica_count(); ++i) fixed_fleet = fixed_fleet && sim->state(i) == ReplicaState::kReady;
+  fleet.overload = sink.load().Diagnose(plan.replicas(), fixed_fleet, source->names().classes);
 
   Json j = ReportToJson(fleet.report);
   AddPrefixCacheJson(*sim, source->names(), j);

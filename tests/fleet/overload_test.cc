@@ -28,7 +28,7 @@ TEST(Overload, AGrowingBacklogIsOverCapacityAndEachClassIsJudgedAlone) {
     slow_free = std::max(slow_free, at) + 0.8;
     t.Add(Rec(1, at, slow_free));
   }
-  const OverloadDiagnosis d = t.Diagnose(2, {"fast", "slow"});
+  const OverloadDiagnosis d = t.Diagnose(2, true, {"fast", "slow"});
   EXPECT_TRUE(d.fleet.over_capacity);
   EXPECT_FALSE(d.classes[0].second.over_capacity);
   EXPECT_TRUE(d.classes[1].second.over_capacity);
@@ -42,20 +42,27 @@ TEST(Overload, AGrowingBacklogIsOverCapacityAndEachClassIsJudgedAlone) {
   const std::string text = OverloadText(d);
   EXPECT_NE(text.find("Classes falling behind (arrivals per completion): slow 1.60x."), std::string::npos) << text;
   EXPECT_EQ(OverloadJson(d)["classes"]["fast"]["over_capacity"], false);
+  // A fleet that changed size (autoscaled, or lost replicas) gets no replica count.
+  const OverloadDiagnosis scaled = t.Diagnose(2, false, {"fast", "slow"});
+  EXPECT_TRUE(scaled.fleet.over_capacity);
+  EXPECT_EQ(scaled.replicas_to_keep_up, 0);
+  EXPECT_FALSE(OverloadJson(scaled).contains("replicas_to_keep_up"));
+  EXPECT_NE(OverloadText(scaled).find("The fleet changed size during the run (it started with 2 replicas)"),
+            std::string::npos);
 }
 
 TEST(Overload, ASteadyFleetAndASmallRunAreNotOverCapacity) {
   LoadTracker steady;
   for (int i = 0; i < 400; ++i) steady.Add(Rec(0, i * 0.25, i * 0.25 + 2));
-  const OverloadDiagnosis d = steady.Diagnose(1, {"c"});
+  const OverloadDiagnosis d = steady.Diagnose(1, true, {"c"});
   EXPECT_TRUE(d.fleet.judged);
   EXPECT_FALSE(d.fleet.over_capacity);
   EXPECT_EQ(OverloadText(d), "");
   EXPECT_FALSE(OverloadJson(d).contains("replicas_to_keep_up"));
   LoadTracker small;
   for (int i = 0; i < 50; ++i) small.Add(Rec(0, i, i * 10.0));
-  EXPECT_FALSE(small.Diagnose(1, {"c"}).fleet.judged);
-  EXPECT_FALSE(small.Diagnose(1, {"c"}).fleet.over_capacity);
+  EXPECT_FALSE(small.Diagnose(1, true, {"c"}).fleet.judged);
+  EXPECT_FALSE(small.Diagnose(1, true, {"c"}).fleet.over_capacity);
 }
 
 }  // namespace

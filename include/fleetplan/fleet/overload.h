@@ -40,14 +40,17 @@ struct OverloadDiagnosis {
   LoadFigures fleet;
   std::vector<std::pair<std::string, LoadFigures>> classes;  // class-table order
   int64_t replicas = 0;
-  int64_t replicas_to_keep_up = 0;  // ceil(replicas x arrival / ended); set when over
+  bool fixed_fleet = true;          // no replica joined or left during the run
+  int64_t replicas_to_keep_up = 0;  // ceil(replicas x arrival / ended); set when over a fixed fleet
 };
 
 class LoadTracker {
  public:
   void Add(const RequestRecord& r);
+  // `replicas`: the fleet's size; `fixed_fleet`: it kept that size for the whole run (an
+  // autoscaled or failing fleet did not: no "replicas to keep up" is derived from it).
   // REQUIRES: `classes` names every class handle added.
-  OverloadDiagnosis Diagnose(int64_t replicas, const std::vector<std::string>& classes) const;
+  OverloadDiagnosis Diagnose(int64_t replicas, bool fixed_fleet, const std::vector<std::string>& classes) const;
 
  private:
   struct Entry {
