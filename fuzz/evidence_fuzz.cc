@@ -1,6 +1,7 @@
 // Fuzzes the evidence readers: the header of an evidence file (times, pinned revisions),
-// freshness at a fixed as-of time, and a signature document checked against a fixed key
-// (the input, parsed as JSON, is the signature; its bytes are also the signed file).
+// freshness at a fixed as-of time, a signature document checked against a fixed key
+// (the input, parsed as JSON, is the signature; its bytes are also the signed file), and
+// the rollout ladder reader and walk.
 // Any failure must be a located invalid-input error; a verdict must write JSON.
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/evidence/evidence.h"
 #include "fleetplan/evidence/signing.h"
+#include "fleetplan/rollout/ladder.h"
 #include "fuzz_check.h"
 
 namespace {
@@ -34,6 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fleetplan::fuzz::Require(json.ok(), "evidence_fuzz", "verdict does not write", "");
   }
   (void)fleetplan::ParseUtcTime(text);
+  // The rollout ladder reader (its evidence files resolve against a folder that does not
+  // exist, so a ladder that loads is evaluated to holds, never to a crash).
+  auto ladder = fleetplan::LoadLadderText(text, "ladder.yaml", "/nonexistent-fuzz-dir");
+  fleetplan::fuzz::CheckFailure(ladder, "evidence_fuzz");
+  if (ladder.ok()) {
+    auto verdict = fleetplan::EvaluateLadder(*ladder, fleetplan::UtcTime{1'800'000'000});
+    fleetplan::fuzz::CheckFailure(verdict, "evidence_fuzz");
+  }
   const fleetplan::Json sig = fleetplan::Json::parse(text, nullptr, false);
   if (!sig.is_discarded()) {
     auto check = fleetplan::VerifyEvidence(text, sig, Key().public_pem);

@@ -9,6 +9,8 @@
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/evidence/evidence.h"
+#include "fleetplan/rollout/ladder.h"
 #include "fleetplan/rollout/records_compare.h"
 
 namespace fleetplan::cli {
@@ -23,7 +25,39 @@ struct RolloutFlags {
   int64_t min_samples = 50;
   std::string format = "fleetplan";
   bool json = false;
+  std::string ladder;
+  std::string as_of;
 };
+
+Status Ladder(const RolloutFlags& f, std::ostream& out) {
+  if (f.ladder.empty()) return UsageError("rollout: a LADDER.yaml is required, or `rollout compare` (docs/rollout.md)");
+  if (f.as_of.empty()) return UsageError("rollout: --as-of TIME is required (e.g. 2026-12-01T00:00:00Z): freshness is judged at it");
+  auto as_of = ParseUtcTime(f.as_of);
+  if (!as_of.ok()) return UsageError("--as-of: " + as_of.status().message());
+  FP_ASSIGN_OR_RETURN(fleetplan::Ladder ladder, LoadLadder(f.ladder));
+  FP_ASSIGN_OR_RETURN(Json result, EvaluateLadder(ladder, *as_of));
+  if (f.json) {
+    FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result));
+    out << text;
+  } else {
+    for (const Json& s : result["stages"]) {
+      out << fmt::format("  {:<12} {:>5}%  {:<11} {}\n", s["name"].get<std::string>(),
+                         RoundForReport(s["traffic"].get<double>() * 100, 4), s["verdict"].get<std::string>(),
+                         s.contains("reason") ? s["reason"].get<std::string>() : "");
+    }
+    out << fmt::format("decision: {} at {} ({:g}% of traffic to {})\n", result["decision"].get<std::string>(),
+                       result["stage"].get<std::string>(), result["traffic"].get<double>() * 100,
+                       result["candidate"].get<std::string>());
+    if (result.contains("rollback")) {
+      out << fmt::format("rollback: candidate traffic 0%, {} serves, namespace {} kept for inspection\n",
+                         result["rollback"]["serving"].get<std::string>(),
+                         result["rollback"]["retained_namespace"].get<std::string>());
+    }
+  }
+  if (result["decision"] == "promote") return Status::Ok();
+  return Status(StatusCode::kCheckFailed, fmt::format("rollout {}: {}", result["decision"].get<std::string>(),
+                                                      result["reasons"].front().get<std::string>()));
+}
 
 Expected<double> Percent(const std::string& text) {
   if (text.empty() || text.back() != '%') return UsageError(fmt::format("--tolerance: expected a percentage such as 5%, got '{}'", text));
@@ -69,8 +103,21 @@ Status Compare(const RolloutFlags& f, std::ostream& out) {
 
 void RegisterRolloutVerb(CLI::App& app, VerbAction& action) {
   auto f = std::make_shared<RolloutFlags>();
-  CLI::App* sub = app.add_subcommand("rollout", "Rollout decisions from canary evidence (docs/rollout.md)");
-  sub->require_subcommand(1);
+  CLI::App* sub = app.add_subcommand(
+      "rollout",
+      "Walk a rollout ladder (warm-up, shadow, 1% and 10% canaries, promotion) at an explicit time: each stage's\n"
+      "evidence must be of its kind and fresh, its metrics must pass per class and pooled; the first stage that\n"
+      "does not pass holds or rolls back (docs/rollout.md).");
+  sub->require_subcommand(0, 1);
+  sub->add_option("ladder", f->ladder, "Rollout ladder YAML (version 1)");
+  sub->add_option("--as-of", f->as_of, "The time evidence freshness is judged at (RFC 3339 UTC)");
+  sub->add_flag("--json", f->json, "Print rollout.json instead of the stages");
+  sub->footer(
+      "Exit codes: 0 promote; 1 hold (missing, stale, unwarmed or no-data evidence; strata that disagree) or\n"
+      "rollback (a metric regressed); 2 usage error; 3 invalid ladder or evidence.\n"
+      "Examples:\n"
+      "  fleetplan rollout ladder.yaml --as-of 2026-12-01T00:00:00Z\n"
+      "  fleetplan rollout compare --candidate c/requests.jsonl --baseline b/requests.jsonl");
   CLI::App* cmp = sub->add_subcommand(
       "compare",
       "Compare a candidate's per-request records with a baseline's from the same window: per metric, a\n"
@@ -90,6 +137,10 @@ void RegisterRolloutVerb(CLI::App& app, VerbAction& action) {
       "Example:\n"
       "  fleetplan rollout compare --candidate out/fp8/requests.jsonl --baseline out/bf16/requests.jsonl");
   cmp->callback([f, &action] { action = [f](std::ostream& out, std::ostream&) { return Compare(*f, out); }; });
+  sub->callback([f, cmp, &action] {
+    if (cmp->parsed()) return;
+    action = [f](std::ostream& out, std::ostream&) { return Ladder(*f, out); };
+  });
 }
 
 }  // namespace fleetplan::cli

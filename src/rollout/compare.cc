@@ -63,7 +63,7 @@ MannWhitneyResult MannWhitney(std::span<const double> candidate, std::span<const
   return r;
 }
 
-std::string_view VerdictName(Verdict v) {
+std::string_view CanaryVerdictName(CanaryVerdict v) {
   static constexpr std::string_view kNames[] = {"pass", "fail", "hold"};
   return kNames[static_cast<int>(v)];
 }
@@ -77,7 +77,7 @@ MetricComparison CompareMetric(const MetricPolicy& policy, std::span<const doubl
   c.baseline_n = static_cast<int64_t>(base.size());
   if (c.candidate_n < policy.min_samples || c.baseline_n < policy.min_samples) {
     c.no_data = true;
-    c.verdict = Verdict::kHold;
+    c.verdict = CanaryVerdict::kHold;
     c.reason = fmt::format("{}: no data to decide on: {} usable candidate and {} baseline samples ({} and {} errored or "
                            "NaN), at least {} each are required",
                            policy.name, c.candidate_n, c.baseline_n, c.candidate_dropped, c.baseline_dropped,
@@ -90,13 +90,13 @@ MetricComparison CompareMetric(const MetricPolicy& policy, std::span<const doubl
   c.test = MannWhitney(cand, base);
   const double bad = policy.better == Better::kLower ? c.effect : -c.effect;
   const bool significant = c.test.p_value < policy.alpha;
-  c.verdict = significant && bad > policy.tolerance ? Verdict::kFail : Verdict::kPass;
+  c.verdict = significant && bad > policy.tolerance ? CanaryVerdict::kFail : CanaryVerdict::kPass;
   c.reason = fmt::format("{}: median {:.6g} against {:.6g} ({:+.1f}%, {} is better, tolerance {:.1f}%), Mann-Whitney "
                          "p = {:.3g} on {} and {} samples: {}",
                          policy.name, c.candidate_median, c.baseline_median, 100 * c.effect,
                          policy.better == Better::kLower ? "lower" : "higher", 100 * policy.tolerance, c.test.p_value,
                          c.candidate_n, c.baseline_n,
-                         c.verdict == Verdict::kFail ? "regressed"
+                         c.verdict == CanaryVerdict::kFail ? "regressed"
                          : significant && bad > 0    ? "within tolerance"
                          : significant               ? "improved"
                                                      : "no significant difference");
@@ -117,7 +117,7 @@ StratifiedComparison CompareStratified(const MetricPolicy& policy, const std::ve
   std::vector<std::string> failing, no_data;
   for (const auto& [name, c] : s.strata) {
     if (c.no_data) no_data.push_back(name);
-    if (c.verdict == Verdict::kFail) failing.push_back(name);
+    if (c.verdict == CanaryVerdict::kFail) failing.push_back(name);
   }
   auto list = [](const std::vector<std::string>& v) {
     std::string out;
@@ -125,17 +125,17 @@ StratifiedComparison CompareStratified(const MetricPolicy& policy, const std::ve
     return out;
   };
   if (s.aggregate.no_data || !no_data.empty()) {
-    s.verdict = Verdict::kHold;
+    s.verdict = CanaryVerdict::kHold;
     s.reason = s.aggregate.no_data ? s.aggregate.reason
                                    : fmt::format("{}: no data for {}: hold until every stratum has samples", policy.name,
                                                  list(no_data));
-  } else if (s.aggregate.verdict == Verdict::kPass && !failing.empty()) {
-    s.verdict = Verdict::kHold;
+  } else if (s.aggregate.verdict == CanaryVerdict::kPass && !failing.empty()) {
+    s.verdict = CanaryVerdict::kHold;
     s.disagree = true;
     s.reason = fmt::format("{}: the aggregate passes but {} regressed: the mix hides a regression (hold)", policy.name,
                            list(failing));
-  } else if (s.aggregate.verdict == Verdict::kFail && failing.empty()) {
-    s.verdict = Verdict::kHold;
+  } else if (s.aggregate.verdict == CanaryVerdict::kFail && failing.empty()) {
+    s.verdict = CanaryVerdict::kHold;
     s.disagree = true;
     s.reason = fmt::format("{}: the aggregate regressed but no stratum did: the workload mix shifted between candidate "
                            "and baseline (Simpson's paradox; hold)",
@@ -150,7 +150,7 @@ StratifiedComparison CompareStratified(const MetricPolicy& policy, const std::ve
 
 Json ComparisonJson(const MetricComparison& c) {
   auto finite = [](double v) { return std::isfinite(v) ? Json(RoundForReport(v)) : Json(nullptr); };
-  return {{"verdict", VerdictName(c.verdict)},
+  return {{"verdict", CanaryVerdictName(c.verdict)},
           {"no_data", c.no_data},
           {"candidate", {{"n", c.candidate_n}, {"dropped", c.candidate_dropped}, {"median", finite(c.candidate_median)}}},
           {"baseline", {{"n", c.baseline_n}, {"dropped", c.baseline_dropped}, {"median", finite(c.baseline_median)}}},
@@ -162,7 +162,7 @@ Json ComparisonJson(const MetricComparison& c) {
 Json StratifiedJson(const StratifiedComparison& c) {
   Json strata = Json::object();
   for (const auto& [name, m] : c.strata) strata[name] = ComparisonJson(m);
-  return {{"verdict", VerdictName(c.verdict)},
+  return {{"verdict", CanaryVerdictName(c.verdict)},
           {"disagree", c.disagree},
           {"aggregate", ComparisonJson(c.aggregate)},
           {"strata", strata},

@@ -47,12 +47,23 @@ const std::vector<std::string>& RecordMetricNames() {
 
 Expected<Json> CompareRecordsFiles(const std::string& candidate, const std::string& baseline,
                                    const RecordsComparisonOptions& options) {
+  std::vector<MetricPolicy> policies;
   for (const std::string& m : options.metrics) {
-    if (std::find(RecordMetricNames().begin(), RecordMetricNames().end(), m) == RecordMetricNames().end()) {
-      return InvalidInput(UnknownNameMessage("metric", m, RecordMetricNames()));
+    policies.push_back(MetricPolicy{m, Better::kLower, options.tolerance, options.alpha, options.min_samples});
+  }
+  FP_ASSIGN_OR_RETURN(Json result, CompareRecordsWithPolicies(candidate, baseline, policies, options.format));
+  result["policy"] = {{"tolerance", options.tolerance}, {"alpha", options.alpha}, {"min_samples", options.min_samples}};
+  return result;
+}
+
+Expected<Json> CompareRecordsWithPolicies(const std::string& candidate, const std::string& baseline,
+                                          const std::vector<MetricPolicy>& policies, const std::string& format) {
+  for (const MetricPolicy& p : policies) {
+    if (std::find(RecordMetricNames().begin(), RecordMetricNames().end(), p.name) == RecordMetricNames().end()) {
+      return InvalidInput(UnknownNameMessage("metric", p.name, RecordMetricNames()));
     }
   }
-  FP_ASSIGN_OR_RETURN(auto reader, MakeRecordReader(options.format));
+  FP_ASSIGN_OR_RETURN(auto reader, MakeRecordReader(format));
   Collect cand, base;
   FP_ASSIGN_OR_RETURN(RecordsFileInfo cand_info, reader->Read(candidate, cand));
   FP_ASSIGN_OR_RETURN(RecordsFileInfo base_info, reader->Read(baseline, base));
@@ -62,9 +73,11 @@ Expected<Json> CompareRecordsFiles(const std::string& candidate, const std::stri
     if (std::find(classes.begin(), classes.end(), c) == classes.end()) classes.push_back(c);
   }
   Json metrics = Json::object();
-  Json reasons = Json::array();
+  Json reasons = Json::array();     // failures first, then holds
+  Json hold_reasons = Json::array();
   bool any_fail = false, any_hold = false;
-  for (const std::string& m : options.metrics) {
+  for (const MetricPolicy& policy : policies) {
+    const std::string& m = policy.name;
     std::vector<StratumSamples> strata;
     for (const std::string& c : classes) strata.push_back(StratumSamples{c, {}, {}});
     auto fill = [&](const Collect& from, bool is_candidate) {
@@ -76,22 +89,21 @@ Expected<Json> CompareRecordsFiles(const std::string& candidate, const std::stri
     };
     fill(cand, true);
     fill(base, false);
-    const MetricPolicy policy{m, Better::kLower, options.tolerance, options.alpha, options.min_samples};
     const StratifiedComparison s = CompareStratified(policy, strata);
     metrics[m] = StratifiedJson(s);
-    any_fail |= s.verdict == Verdict::kFail;
-    any_hold |= s.verdict == Verdict::kHold;
-    if (s.verdict != Verdict::kPass) reasons.push_back(s.reason);
+    any_fail |= s.verdict == CanaryVerdict::kFail;
+    any_hold |= s.verdict == CanaryVerdict::kHold;
+    if (s.verdict == CanaryVerdict::kFail) reasons.push_back(s.reason);
+    if (s.verdict == CanaryVerdict::kHold) hold_reasons.push_back(s.reason);
   }
-  const Verdict verdict = any_fail ? Verdict::kFail : any_hold ? Verdict::kHold : Verdict::kPass;
+  for (const Json& r : hold_reasons) reasons.push_back(r);
+  const CanaryVerdict verdict = any_fail ? CanaryVerdict::kFail : any_hold ? CanaryVerdict::kHold : CanaryVerdict::kPass;
   auto side = [](const RecordsFileInfo& i) { return Json{{"path", i.path}, {"digest", i.digest}, {"records", i.records}}; };
   return Json{{"kind", "fleetplan-canary-comparison"},
               {"candidate", side(cand_info)},
               {"baseline", side(base_info)},
-              {"policy",
-               {{"tolerance", options.tolerance}, {"alpha", options.alpha}, {"min_samples", options.min_samples}}},
               {"metrics", metrics},
-              {"verdict", VerdictName(verdict)},
+              {"verdict", CanaryVerdictName(verdict)},
               {"reasons", reasons}};
 }
 

@@ -21,6 +21,7 @@
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/capacity/spec.h"
 #include "fleetplan/evidence/evidence.h"
+#include "fleetplan/rollout/ladder.h"
 #include "fleetplan/sweep/spec.h"
 #include "support/shared_data.h"
 
@@ -177,6 +178,12 @@ std::string RunExample(const Block& block, const fs::path& dir, const std::strin
     std::ofstream(dir / "atlas.yaml") << AtlasScenarioYaml();
     const Expected<CapacitySpec> spec = LoadCapacitySpec(path);
     return spec.ok() ? "" : fmt::format("{}: the capacity reader rejects it: {}", where, spec.status().message());
+  }
+  if (node["stages"] && node["candidate"]) {
+    // A rollout ladder: read by its reader (its evidence files are the user's).
+    std::ofstream(path) << block.text;
+    const Expected<Ladder> ladder = LoadLadder(path);
+    return ladder.ok() ? "" : fmt::format("{}: the ladder reader rejects it: {}", where, ladder.status().message());
   }
   if (node["evidence"]) {
     std::ofstream(path) << block.text;

@@ -40,20 +40,20 @@ MetricPolicy P95Policy() { return MetricPolicy{"ttft_ms", Better::kLower, 0.05, 
 TEST(CompareMetric, ARegressionBeyondToleranceFailsAndAnImprovementPasses) {
   const auto base = Latencies(1, 400, 100);
   const MetricComparison slower = CompareMetric(P95Policy(), Latencies(2, 400, 120), base);
-  EXPECT_EQ(slower.verdict, Verdict::kFail);
+  EXPECT_EQ(slower.verdict, CanaryVerdict::kFail);
   EXPECT_NEAR(slower.effect, 0.20, 0.03);
   EXPECT_LT(slower.test.p_value, 1e-6);
   EXPECT_NE(slower.reason.find("regressed"), std::string::npos) << slower.reason;
   const MetricComparison faster = CompareMetric(P95Policy(), Latencies(3, 400, 80), base);
-  EXPECT_EQ(faster.verdict, Verdict::kPass);
+  EXPECT_EQ(faster.verdict, CanaryVerdict::kPass);
   EXPECT_NE(faster.reason.find("improved"), std::string::npos) << faster.reason;
   // 2% slower is significant on many samples but inside the 5% tolerance.
   const MetricComparison slight = CompareMetric(P95Policy(), Latencies(4, 4000, 102), Latencies(5, 4000, 100));
-  EXPECT_EQ(slight.verdict, Verdict::kPass);
+  EXPECT_EQ(slight.verdict, CanaryVerdict::kPass);
   // Higher is better (a quality score): a drop fails.
   const MetricPolicy quality{"accuracy", Better::kHigher, 0.01, 0.05, 50};
-  EXPECT_EQ(CompareMetric(quality, Latencies(6, 400, 0.80), Latencies(7, 400, 0.90)).verdict, Verdict::kFail);
-  EXPECT_EQ(CompareMetric(quality, Latencies(8, 400, 0.95), Latencies(9, 400, 0.90)).verdict, Verdict::kPass);
+  EXPECT_EQ(CompareMetric(quality, Latencies(6, 400, 0.80), Latencies(7, 400, 0.90)).verdict, CanaryVerdict::kFail);
+  EXPECT_EQ(CompareMetric(quality, Latencies(8, 400, 0.95), Latencies(9, 400, 0.90)).verdict, CanaryVerdict::kPass);
 }
 
 TEST(CompareMetric, NoDataHoldsNeverPasses) {
@@ -64,7 +64,7 @@ TEST(CompareMetric, NoDataHoldsNeverPasses) {
   const auto few = Latencies(2, 10, 100);
   for (const auto* cand : {&empty, &all_errored, &few}) {
     const MetricComparison c = CompareMetric(P95Policy(), *cand, base);
-    EXPECT_EQ(c.verdict, Verdict::kHold);
+    EXPECT_EQ(c.verdict, CanaryVerdict::kHold);
     EXPECT_TRUE(c.no_data);
     EXPECT_NE(c.reason.find("no data to decide on"), std::string::npos) << c.reason;
   }
@@ -74,7 +74,7 @@ TEST(CompareMetric, NoDataHoldsNeverPasses) {
   for (size_t i = 0; i < some_nan.size(); i += 2) some_nan[i] = nan;
   const MetricComparison half = CompareMetric(P95Policy(), some_nan, base);
   EXPECT_EQ(half.candidate_n, 200);
-  EXPECT_EQ(half.verdict, Verdict::kFail);
+  EXPECT_EQ(half.verdict, CanaryVerdict::kFail);
   EXPECT_EQ(ComparisonJson(CompareMetric(P95Policy(), empty, base))["verdict"], "hold");
 }
 
@@ -86,10 +86,10 @@ TEST(CompareStratified, AMixShiftThatReversesTheAggregateHolds) {
       {"long", Latencies(3, 400, 485), Latencies(4, 100, 500)},
   };
   const StratifiedComparison s = CompareStratified(P95Policy(), strata);
-  EXPECT_EQ(s.aggregate.verdict, Verdict::kFail);
-  for (const auto& [name, c] : s.strata) EXPECT_EQ(c.verdict, Verdict::kPass) << name;
+  EXPECT_EQ(s.aggregate.verdict, CanaryVerdict::kFail);
+  for (const auto& [name, c] : s.strata) EXPECT_EQ(c.verdict, CanaryVerdict::kPass) << name;
   EXPECT_TRUE(s.disagree);
-  EXPECT_EQ(s.verdict, Verdict::kHold);
+  EXPECT_EQ(s.verdict, CanaryVerdict::kHold);
   EXPECT_NE(s.reason.find("Simpson's paradox"), std::string::npos) << s.reason;
 }
 
@@ -100,23 +100,23 @@ TEST(CompareStratified, ARegressionHiddenInOneStratumHoldsAndAStratumWithoutData
       {"long", Latencies(3, 60, 650), Latencies(4, 60, 500)},
   };
   const StratifiedComparison s = CompareStratified(P95Policy(), hidden);
-  EXPECT_EQ(s.aggregate.verdict, Verdict::kPass);
-  EXPECT_EQ(s.strata[1].second.verdict, Verdict::kFail);
-  EXPECT_EQ(s.verdict, Verdict::kHold);
+  EXPECT_EQ(s.aggregate.verdict, CanaryVerdict::kPass);
+  EXPECT_EQ(s.strata[1].second.verdict, CanaryVerdict::kFail);
+  EXPECT_EQ(s.verdict, CanaryVerdict::kHold);
   EXPECT_NE(s.reason.find("the aggregate passes but long regressed"), std::string::npos) << s.reason;
   const std::vector<StratumSamples> missing = {
       {"short", Latencies(1, 600, 50), Latencies(2, 600, 50)},
       {"long", {}, Latencies(4, 100, 500)},
   };
   const StratifiedComparison m = CompareStratified(P95Policy(), missing);
-  EXPECT_EQ(m.verdict, Verdict::kHold);
+  EXPECT_EQ(m.verdict, CanaryVerdict::kHold);
   EXPECT_NE(m.reason.find("no data for long"), std::string::npos) << m.reason;
   // Agreement: every stratum and the aggregate pass.
   const std::vector<StratumSamples> fine = {
       {"short", Latencies(1, 600, 50), Latencies(2, 600, 50)},
       {"long", Latencies(3, 200, 500), Latencies(4, 200, 500)},
   };
-  EXPECT_EQ(CompareStratified(P95Policy(), fine).verdict, Verdict::kPass);
+  EXPECT_EQ(CompareStratified(P95Policy(), fine).verdict, CanaryVerdict::kPass);
 }
 
 }  // namespace

@@ -46,12 +46,12 @@ struct MannWhitneyResult {
 // REQUIRES: both samples non-empty and finite.
 MannWhitneyResult MannWhitney(std::span<const double> candidate, std::span<const double> baseline);
 
-// Values reach JSON by name (VerdictName): explicit, never renumber.
-enum class Verdict : int { kPass = 0, kFail = 1, kHold = 2 };
-std::string_view VerdictName(Verdict v);
+// Values reach JSON by name (CanaryVerdictName): explicit, never renumber.
+enum class CanaryVerdict : int { kPass = 0, kFail = 1, kHold = 2 };
+std::string_view CanaryVerdictName(CanaryVerdict v);
 
 struct MetricComparison {
-  Verdict verdict = Verdict::kHold;
+  CanaryVerdict verdict = CanaryVerdict::kHold;
   bool no_data = false;
   int64_t candidate_n = 0;      // usable samples
   int64_t baseline_n = 0;
@@ -72,7 +72,7 @@ struct StratumSamples {
   std::vector<double> baseline;
 };
 struct StratifiedComparison {
-  Verdict verdict = Verdict::kHold;
+  CanaryVerdict verdict = CanaryVerdict::kHold;
   MetricComparison aggregate;
   std::vector<std::pair<std::string, MetricComparison>> strata;
   bool disagree = false;  // aggregate and strata point different ways

@@ -27,8 +27,11 @@ struct RecordsComparisonOptions {
 
 // {"candidate", "baseline" (path, digest, records), "metrics": {name: StratifiedJson},
 //  "verdict": pass | fail | hold, "reasons": [...]}: fail when a metric fails, hold when
-// none fails and one holds.
+// none fails and one holds; the reasons list failures first, then holds.
 Expected<Json> CompareRecordsFiles(const std::string& candidate, const std::string& baseline,
                                    const RecordsComparisonOptions& options);
+// The same with one policy per metric (policy.name is the metric).
+Expected<Json> CompareRecordsWithPolicies(const std::string& candidate, const std::string& baseline,
+                                          const std::vector<MetricPolicy>& policies, const std::string& format);
 
 }  // namespace fleetplan

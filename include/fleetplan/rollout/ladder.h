@@ -1,0 +1,62 @@
+// The rollout ladder (docs/rollout.md "The ladder"): the stages a candidate climbs —
+// zero-traffic warm-up, shadow, 1% canary, 10% canary, promotion — each declaring the
+// evidence it needs and its exit criteria, judged at one explicit as-of time.
+//
+//   LADDER.yaml ─► stages in order; each stage's evidence files (evidence/evidence.h
+//   headers) must be of the kind it requires and fresh at --as-of
+//     warm-up evidence   data {warmed: true|false, ...}: not warmed holds
+//     canary evidence    data {candidate: {file, digest}, baseline: {file, digest}}: the
+//                        records of both in the same window, each pinned by its digest;
+//                        the stage's metrics are compared per class and pooled (compare.h)
+//   the first stage that does not pass decides: hold there (missing, stale, unwarmed or
+//   no-data evidence; strata that disagree), or roll back (a protected metric regressed):
+//   traffic to the candidate goes to 0, the baseline revision serves, the candidate's
+//   namespace is kept for inspection. Every stage passing promotes.
+// A ladder whose shadow (0% traffic) stage leads to promotion without a canary stage
+// between them is refused: shadow success cannot promote directly.
+// Thread model: pure function of the files; deterministic.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleetplan/core/json.h"
+#include "fleetplan/core/status.h"
+#include "fleetplan/core/yaml.h"
+#include "fleetplan/evidence/evidence.h"
+#include "fleetplan/rollout/compare.h"
+
+namespace fleetplan {
+
+struct LadderStage {
+  std::string name;
+  double traffic = 0;  // share of requests the candidate serves at this stage, [0, 1]
+  std::string evidence_kind;  // "warmup", "canary-metrics", or empty (promotion)
+  std::string evidence_file;  // resolved against the ladder's folder
+  std::vector<MetricPolicy> metrics;  // canary stages: what is compared
+  std::optional<YamlNode> where;
+};
+
+struct Ladder {
+  std::string display_name;
+  std::string dir;
+  std::string digest;
+  std::shared_ptr<const YamlDocument> document;
+  std::string candidate_revision;
+  std::string candidate_namespace;
+  std::string baseline_revision;
+  std::vector<std::pair<std::string, int64_t>> max_age_s;  // per evidence kind
+  std::vector<LadderStage> stages;
+};
+
+Expected<Ladder> LoadLadder(const std::string& path);
+Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir);
+
+// rollout.json: {"decision": "promote" | "hold" | "rollback", "stage", "traffic",
+// "reasons": [...], "stages": [...each stage's verdict and evidence...], "rollback": {...}
+// when rolling back, "as_of", "ladder": {...}}.
+Expected<Json> EvaluateLadder(const Ladder& ladder, UtcTime as_of);
+
+}  // namespace fleetplan

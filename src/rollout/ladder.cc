@@ -1,0 +1,282 @@
+#include "fleetplan/rollout/ladder.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "fleetplan/core/digest.h"
+#include "fleetplan/core/error.h"
+#include "fleetplan/rollout/records_compare.h"
+
+namespace fleetplan {
+namespace {
+
+constexpr std::string_view kWarmup = "warmup";
+constexpr std::string_view kCanary = "canary-metrics";
+
+Expected<double> ReadShare(const YamlNode& node) {
+  FP_ASSIGN_OR_RETURN(std::string text, node.AsString());
+  if (text.empty() || text.back() != '%') {
+    return node.Error(fmt::format("expected a traffic share such as 1% or 100%, got '{}'", text));
+  }
+  auto doc = YamlDocument::LoadString(text.substr(0, text.size() - 1), "share");
+  auto v = doc.ok() ? doc->root().AsDouble() : Expected<double>(InvalidInput(""));
+  if (!v.ok() || !(*v >= 0 && *v <= 100)) {
+    return node.Error(fmt::format("expected a traffic share between 0% and 100%, got '{}'", text));
+  }
+  return *v / 100;
+}
+
+Expected<std::vector<MetricPolicy>> ReadMetrics(const YamlNode& node) {
+  FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  if (entries.empty()) return node.Error("expected at least one metric (e.g. {ttft_ms: {tolerance: 5%}})");
+  std::vector<MetricPolicy> out;
+  for (const auto& [name, value] : entries) {
+    if (std::find(RecordMetricNames().begin(), RecordMetricNames().end(), name) == RecordMetricNames().end()) {
+      return value.Error(UnknownNameMessage("metric", name, RecordMetricNames()));
+    }
+    MetricPolicy p;
+    p.name = name;
+    if (value.present() && !value.IsNull()) {
+      FP_RETURN_IF_ERROR(value.CheckKeys({"tolerance", "alpha", "min_samples"}));
+      if (value["tolerance"].present()) {
+        FP_ASSIGN_OR_RETURN(p.tolerance, ReadShare(value["tolerance"]));
+      }
+      FP_ASSIGN_OR_RETURN(p.alpha, value["alpha"].DoubleOr(p.alpha));
+      if (!(p.alpha > 0 && p.alpha < 1)) return value["alpha"].Error("expected a significance level in (0, 1)");
+      FP_ASSIGN_OR_RETURN(p.min_samples, value["min_samples"].IntOr(p.min_samples));
+      if (p.min_samples < 1) return value["min_samples"].Error("expected at least 1 sample");
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Status ReadStages(const YamlNode& node, const std::string& dir, Ladder& l) {
+  FP_RETURN_IF_ERROR(node.RequirePresent());
+  FP_ASSIGN_OR_RETURN(auto items, node.Items());
+  if (items.size() < 2) return node.Error("expected at least two stages, the last one the promotion (traffic: 100%)");
+  std::set<std::string> names;
+  for (const YamlNode& item : items) {
+    FP_RETURN_IF_ERROR(item.CheckKeys({"name", "traffic", "evidence", "metrics"}));
+    for (const char* key : {"name", "traffic"}) FP_RETURN_IF_ERROR(item[key].RequirePresent());
+    LadderStage s;
+    s.where = item;
+    FP_ASSIGN_OR_RETURN(s.name, item["name"].AsString());
+    if (!names.insert(s.name).second) return item["name"].Error(fmt::format("stage '{}' is listed twice", s.name));
+    FP_ASSIGN_OR_RETURN(s.traffic, ReadShare(item["traffic"]));
+    if (!l.stages.empty() && s.traffic < l.stages.back().traffic) {
+      return item["traffic"].Error(fmt::format("expected at least the previous stage's traffic ({:g}%)",
+                                               l.stages.back().traffic * 100));
+    }
+    if (item["metrics"].present()) {
+      FP_ASSIGN_OR_RETURN(s.metrics, ReadMetrics(item["metrics"]));
+    }
+    if (item["evidence"].present()) {
+      FP_ASSIGN_OR_RETURN(std::string file, item["evidence"].AsString());
+      s.evidence_file = std::filesystem::path(file).is_absolute() || dir.empty()
+                            ? file
+                            : (std::filesystem::path(dir) / file).string();
+      s.evidence_kind = std::string(s.metrics.empty() ? kWarmup : kCanary);
+    } else if (!s.metrics.empty()) {
+      return item.Error(fmt::format("stage '{}' compares metrics but names no evidence file", s.name));
+    }
+    l.stages.push_back(std::move(s));
+  }
+  const LadderStage& last = l.stages.back();
+  if (last.traffic != 1 || !last.evidence_file.empty()) {
+    return last.where->Error(fmt::format("the last stage ('{}') is the promotion: traffic: 100% and no evidence", last.name));
+  }
+  for (size_t i = 0; i + 1 < l.stages.size(); ++i) {
+    if (l.stages[i].evidence_file.empty()) {
+      return l.stages[i].where->Error(fmt::format("stage '{}' names no evidence: only the promotion may", l.stages[i].name));
+    }
+    if (l.stages[i].traffic == 1) {
+      return l.stages[i].where->Error(fmt::format("stage '{}' already sends all traffic: only the last stage may", l.stages[i].name));
+    }
+  }
+  // Shadow success cannot promote directly: a canary with real traffic must come between.
+  for (size_t i = 0; i + 1 < l.stages.size(); ++i) {
+    if (l.stages[i].traffic > 0 || l.stages[i].metrics.empty()) continue;
+    const bool canary_after = std::any_of(l.stages.begin() + static_cast<std::ptrdiff_t>(i) + 1, l.stages.end() - 1,
+                                          [](const LadderStage& s) { return s.traffic > 0 && !s.metrics.empty(); });
+    if (!canary_after) {
+      return last.where->Error(fmt::format("shadow stage '{}' cannot lead to promotion without a canary stage with "
+                                           "traffic between them (e.g. {{name: canary-1, traffic: 1%, ...}})",
+                                           l.stages[i].name));
+    }
+  }
+  return Status::Ok();
+}
+
+struct StageVerdict {
+  CanaryVerdict verdict = CanaryVerdict::kHold;
+  std::string reason;
+  Json detail = Json::object();
+};
+
+// Reads a {file, digest} entry of canary evidence and checks the digest.
+Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir, std::string& mismatch) {
+  FP_RETURN_IF_ERROR(node.RequirePresent());
+  FP_RETURN_IF_ERROR(node.CheckKeys({"file", "digest"}));
+  for (const char* key : {"file", "digest"}) FP_RETURN_IF_ERROR(node[key].RequirePresent());
+  FP_ASSIGN_OR_RETURN(std::string file, node["file"].AsString());
+  FP_ASSIGN_OR_RETURN(std::string digest, node["digest"].AsString());
+  const std::string path =
+      std::filesystem::path(file).is_absolute() || dir.empty() ? file : (std::filesystem::path(dir) / file).string();
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) return node["file"].Error(bytes.status().message());
+  if (DigestOf(*bytes) != digest) {
+    mismatch = fmt::format("{} is {}, but the evidence pins {}: the records changed after they were recorded", file,
+                           DigestOf(*bytes), digest);
+  }
+  return path;
+}
+
+Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime as_of) {
+  StageVerdict v;
+  if (!std::filesystem::exists(s.evidence_file)) {
+    v.reason = fmt::format("{}: no evidence: {} does not exist", s.name, s.evidence_file);
+    return v;
+  }
+  FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(s.evidence_file));
+  FP_ASSIGN_OR_RETURN(EvidenceHeader h, ReadEvidenceHeader(bytes, s.evidence_file));
+  std::optional<int64_t> max_age;
+  for (const auto& [kind, age] : l.max_age_s) {
+    if (kind == h.kind) max_age = age;
+  }
+  const FreshnessVerdict fresh = JudgeFreshness(h, as_of, max_age, s.evidence_file);
+  v.detail["evidence"] = FreshnessJson(h, fresh);
+  if (h.kind != s.evidence_kind) {
+    v.reason = fmt::format("{}: {} is {} evidence; the stage needs {}", s.name, s.evidence_file, h.kind, s.evidence_kind);
+    return v;
+  }
+  if (fresh.state != Freshness::kFresh) {
+    v.reason = fmt::format("{}: stale evidence: {}", s.name, fresh.reason);
+    return v;
+  }
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(bytes, s.evidence_file));
+  const YamlNode data = doc.root()["data"];
+  FP_RETURN_IF_ERROR(data.RequirePresent());
+  if (s.evidence_kind == kWarmup) {
+    FP_ASSIGN_OR_RETURN(bool warmed, data["warmed"].BoolOr(false));
+    if (!warmed) {
+      v.reason = fmt::format("{}: the candidate is not warmed ({} says warmed: false or nothing)", s.name, s.evidence_file);
+      return v;
+    }
+    v.verdict = CanaryVerdict::kPass;
+    v.reason = fmt::format("{}: warmed ({})", s.name, s.evidence_file);
+    return v;
+  }
+  const std::string dir = std::filesystem::path(s.evidence_file).parent_path().string();
+  std::string mismatch;
+  FP_ASSIGN_OR_RETURN(std::string candidate, PinnedRecords(data["candidate"], dir, mismatch));
+  FP_ASSIGN_OR_RETURN(std::string baseline, PinnedRecords(data["baseline"], dir, mismatch));
+  if (!mismatch.empty()) {
+    v.reason = fmt::format("{}: {}", s.name, mismatch);
+    return v;
+  }
+  FP_ASSIGN_OR_RETURN(std::string format, data["format"].StringOr("fleetplan"));
+  FP_ASSIGN_OR_RETURN(Json cmp, CompareRecordsWithPolicies(candidate, baseline, s.metrics, format));
+  v.detail["comparison"] = cmp;
+  const std::string verdict = cmp["verdict"].get<std::string>();
+  v.verdict = verdict == "pass" ? CanaryVerdict::kPass : verdict == "fail" ? CanaryVerdict::kFail : CanaryVerdict::kHold;
+  v.reason = v.verdict == CanaryVerdict::kPass
+                 ? fmt::format("{}: every metric passes per class and pooled", s.name)
+                 : fmt::format("{}: {}", s.name, cmp["reasons"].front().get<std::string>());
+  return v;
+}
+
+}  // namespace
+
+Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir) {
+  Ladder l;
+  l.display_name = display_name;
+  l.dir = dir;
+  l.digest = DigestOf(text);
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
+  l.document = std::make_shared<const YamlDocument>(std::move(doc));
+  const YamlNode root = l.document->root();
+  if (!root.IsMap()) return root.Error("expected a rollout ladder (version, candidate, baseline, stages): docs/rollout.md");
+  FP_RETURN_IF_ERROR(root.CheckKeys({"version", "candidate", "baseline", "max_age", "stages"}));
+  FP_RETURN_IF_ERROR(root["version"].RequirePresent());
+  FP_ASSIGN_OR_RETURN(int64_t version, root["version"].AsInt());
+  if (version != 1) return root["version"].Error(fmt::format("unsupported ladder version {}; this fleetplan reads version 1", version));
+  for (const char* key : {"candidate", "baseline"}) {
+    FP_RETURN_IF_ERROR(root[key].RequirePresent());
+    FP_RETURN_IF_ERROR(root[key].CheckKeys({"revision", "namespace"}));
+    FP_RETURN_IF_ERROR(root[key]["revision"].RequirePresent());
+  }
+  FP_ASSIGN_OR_RETURN(l.candidate_revision, root["candidate"]["revision"].AsString());
+  FP_ASSIGN_OR_RETURN(l.candidate_namespace, root["candidate"]["namespace"].StringOr(l.candidate_revision));
+  FP_ASSIGN_OR_RETURN(l.baseline_revision, root["baseline"]["revision"].AsString());
+  if (root["max_age"].present() && !root["max_age"].IsNull()) {
+    FP_ASSIGN_OR_RETURN(auto entries, root["max_age"].Entries());
+    for (const auto& [kind, value] : entries) {
+      FP_ASSIGN_OR_RETURN(Duration d, value.AsDuration());
+      if (d <= Duration()) return value.Error("expected a maximum age > 0");
+      l.max_age_s.emplace_back(kind, d.ns() / 1'000'000'000);
+    }
+  }
+  FP_RETURN_IF_ERROR(ReadStages(root["stages"], dir, l));
+  return l;
+}
+
+Expected<Ladder> LoadLadder(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return LoadLadderText(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+Expected<Json> EvaluateLadder(const Ladder& l, UtcTime as_of) {
+  Json stages = Json::array();
+  Json reasons = Json::array();
+  std::string decision = "promote";
+  const LadderStage* at = &l.stages.back();
+  double traffic = 1;
+  for (size_t i = 0; i + 1 < l.stages.size(); ++i) {
+    const LadderStage& s = l.stages[i];
+    FP_ASSIGN_OR_RETURN(StageVerdict v, JudgeStage(l, s, as_of));
+    Json entry = {{"name", s.name},
+                  {"traffic", s.traffic},
+                  {"evidence_kind", s.evidence_kind},
+                  {"verdict", CanaryVerdictName(v.verdict)},
+                  {"reason", v.reason}};
+    for (const auto& [key, value] : v.detail.items()) entry[key] = value;
+    stages.push_back(std::move(entry));
+    if (v.verdict == CanaryVerdict::kPass) continue;
+    reasons.push_back(v.reason);
+    at = &s;
+    if (v.verdict == CanaryVerdict::kFail) {
+      decision = "rollback";
+      traffic = 0;
+    } else {
+      decision = "hold";
+      traffic = s.traffic;  // the candidate keeps the exposure this stage gives it, no more
+    }
+    break;
+  }
+  for (size_t i = stages.size(); i + 1 < l.stages.size(); ++i) {
+    stages.push_back({{"name", l.stages[i].name}, {"traffic", l.stages[i].traffic}, {"verdict", "not reached"}});
+  }
+  Json out = {{"kind", "fleetplan-rollout"},
+              {"ladder", {{"file", l.display_name}, {"digest", l.digest}}},
+              {"as_of", FormatUtcTime(as_of)},
+              {"candidate", l.candidate_revision},
+              {"baseline", l.baseline_revision},
+              {"decision", decision},
+              {"stage", at->name},
+              {"traffic", traffic},
+              {"reasons", reasons},
+              {"stages", stages}};
+  if (decision == "rollback") {
+    out["rollback"] = {{"candidate_traffic", 0},
+                       {"serving", l.baseline_revision},
+                       {"retained_namespace", l.candidate_namespace},
+                       {"because", reasons.front()}};
+  }
+  return out;
+}
+
+}  // namespace fleetplan

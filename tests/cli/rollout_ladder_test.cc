@@ -1,0 +1,173 @@
+// `fleetplan rollout LADDER.yaml --as-of`: the ladder walked on evidence files whose
+// records two simulated fleets wrote. Promotion when every stage passes; a hold for
+// unwarmed, stale, no-data or changed evidence, each naming its reason; a rollback that
+// names the metric, removes the candidate's traffic and keeps its namespace; a ladder whose
+// shadow stage leads straight to promotion is refused.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli_run.h"
+#include "fleetplan/core/digest.h"
+#include "fleetplan/core/json.h"
+#include "support/in_scratch.h"
+
+namespace fleetplan {
+namespace {
+
+using testing::InScratch;
+using testing::RunFleetplan;
+
+std::string Scenario(const std::string& decode_per_seq) {
+  return "version: 1\nname: canary\nseed: 11\nmodel: {name: llama-3.1-8b, max_context: 8192}\n"
+         "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}\n"
+         "deployment: {replicas: 2, tp: 1, gpu_memory_utilization: 0.5}\n"
+         "engine:\n  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 32}\n"
+         "  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: " +
+         decode_per_seq +
+         "}}\nrouter: {policy: least-outstanding}\n"
+         "workload:\n  duration: 60s\n  arrival: {process: poisson, rate: 6/s}\n  classes:\n"
+         "    chat: {share: 0.7, prompt: [{segment: unique, tokens: 400}], output_tokens: {uniform: [20, 60]}}\n"
+         "    docs: {share: 0.3, prompt: [{segment: unique, tokens: 2000}], output_tokens: {uniform: [50, 100]}}\n"
+         "slo:\n  chat: {ttft: 1s}\noutput: {requests: true}\n";
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class RolloutLadder : public InScratch {
+ protected:
+  void SetUp() override {
+    InScratch::SetUp();
+    for (const auto& [name, per_seq] : {std::pair{"base", "0.2ms"}, {"same", "0.2ms"}, {"slow", "0.6ms"}}) {
+      std::ofstream(std::string(name) + ".yaml") << Scenario(per_seq);
+      auto r = RunFleetplan({"simulate", std::string(name) + ".yaml", "--quiet", "--out", name});
+      ASSERT_EQ(r.code, 0) << r.err;
+    }
+    Warmup("warmup.yaml", true, "2026-11-30T00:00:00Z");
+    for (const char* stage : {"shadow", "canary-1", "canary-10"}) Canary(std::string(stage) + ".yaml", "same");
+    std::ofstream("ladder.yaml") << kLadder;
+  }
+  static void Warmup(const std::string& path, bool warmed, const std::string& observed) {
+    std::ofstream(path) << "evidence: {kind: warmup, observed_at: " << observed << ", source: warm-up job}\n"
+                        << "data: {warmed: " << (warmed ? "true" : "false") << ", requests: 500}\n";
+  }
+  static void Canary(const std::string& path, const std::string& candidate,
+                     const std::string& observed = "2026-11-30T12:00:00Z") {
+    std::ofstream(path) << "evidence: {kind: canary-metrics, observed_at: " << observed << ", source: canary controller}\n"
+                        << "data:\n  candidate: {file: " << candidate << "/requests.jsonl, digest: '"
+                        << DigestOf(Read(candidate + "/requests.jsonl")) << "'}\n"
+                        << "  baseline: {file: base/requests.jsonl, digest: '" << DigestOf(Read("base/requests.jsonl"))
+                        << "'}\n";
+  }
+  static constexpr std::string_view kLadder = R"(version: 1
+candidate: {revision: fp8-kv, namespace: atlas-fp8-kv}
+baseline: {revision: bf16}
+max_age: {canary-metrics: 24h}
+stages:
+  - {name: warm-up, traffic: 0%, evidence: warmup.yaml}
+  - {name: shadow, traffic: 0%, evidence: shadow.yaml, metrics: {ttft_ms: {min_samples: 30}, e2e_ms: {min_samples: 30}}}
+  - {name: canary-1, traffic: 1%, evidence: canary-1.yaml, metrics: {ttft_ms: {min_samples: 30}, e2e_ms: {min_samples: 30}}}
+  - {name: canary-10, traffic: 10%, evidence: canary-10.yaml, metrics: {e2e_ms: {tolerance: 3%, min_samples: 30}}}
+  - {name: promote, traffic: 100%}
+)";
+};
+
+constexpr const char* kAsOf = "2026-12-01T00:00:00Z";
+
+TEST_F(RolloutLadder, EveryStagePassingPromotes) {
+  auto r = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("decision: promote at promote (100% of traffic to fp8-kv)"), std::string::npos) << r.out;
+  auto j = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  const Json doc = Json::parse(j.out);
+  EXPECT_EQ(doc["stages"].size(), 4u);
+  for (const Json& s : doc["stages"]) EXPECT_EQ(s["verdict"], "pass") << s.dump();
+  // Same inputs, same bytes.
+  EXPECT_EQ(RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"}).out, j.out);
+}
+
+TEST_F(RolloutLadder, ARegressionRollsBackNamingTheMetricAndKeepsTheNamespace) {
+  Canary("canary-1.yaml", "slow");
+  auto r = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(r.code, 1);
+  const Json doc = Json::parse(r.out);
+  EXPECT_EQ(doc["decision"], "rollback");
+  EXPECT_EQ(doc["stage"], "canary-1");
+  EXPECT_EQ(doc["traffic"], 0);
+  EXPECT_EQ(doc["rollback"]["serving"], "bf16");
+  EXPECT_EQ(doc["rollback"]["retained_namespace"], "atlas-fp8-kv");
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("e2e_ms"), std::string::npos) << doc["reasons"];
+  EXPECT_EQ(doc["stages"][3]["verdict"], "not reached");
+}
+
+TEST_F(RolloutLadder, UnwarmedStaleNoDataAndChangedEvidenceHold) {
+  Warmup("warmup.yaml", false, "2026-11-30T00:00:00Z");
+  auto unwarmed = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(unwarmed.code, 1);
+  EXPECT_NE(unwarmed.err.find("rollout hold: warm-up: the candidate is not warmed"), std::string::npos) << unwarmed.err;
+  Warmup("warmup.yaml", true, "2026-11-30T00:00:00Z");
+
+  Canary("shadow.yaml", "same", "2026-11-29T00:00:00Z");  // older than the 24 h maximum age
+  auto stale = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(stale.code, 1);
+  EXPECT_NE(stale.err.find("shadow: stale evidence: "), std::string::npos) << stale.err;
+  EXPECT_NE(stale.err.find("expired at 2026-11-30T00:00:00Z (the policy's maximum age)"), std::string::npos) << stale.err;
+  Canary("shadow.yaml", "same");
+
+  // The candidate's records are all errored: no data, a hold, never a pass.
+  std::string lines;
+  std::istringstream in(Read("same/requests.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    Json rec = Json::parse(line);
+    rec["status"] = "error";
+    rec["first_token_s"] = nullptr;
+    rec["finish_s"] = nullptr;
+    rec["output_tokens"] = 0;
+    rec.erase("itl_max_ms");
+    lines += rec.dump() + "\n";
+  }
+  std::filesystem::create_directories("errored");
+  std::ofstream("errored/requests.jsonl") << lines;
+  Canary("canary-10.yaml", "errored");
+  auto nodata = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(nodata.code, 1) << nodata.err;
+  const Json doc = Json::parse(nodata.out);
+  EXPECT_EQ(doc["decision"], "hold");
+  EXPECT_EQ(doc["stage"], "canary-10");
+  EXPECT_EQ(doc["traffic"], 0.1);
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("no data to decide on"), std::string::npos) << doc["reasons"];
+  Canary("canary-10.yaml", "same");
+
+  // Records edited after the evidence pinned them.
+  std::ofstream("same/requests.jsonl", std::ios::app) << "\n";
+  auto changed = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(changed.code, 1);
+  EXPECT_NE(changed.err.find("the records changed after they were recorded"), std::string::npos) << changed.err;
+}
+
+TEST_F(RolloutLadder, AShadowStageCannotLeadStraightToPromotion) {
+  std::ofstream("direct.yaml") << R"(version: 1
+candidate: {revision: fp8-kv}
+baseline: {revision: bf16}
+stages:
+  - {name: shadow, traffic: 0%, evidence: shadow.yaml, metrics: {ttft_ms: {}}}
+  - {name: promote, traffic: 100%}
+)";
+  auto r = RunFleetplan({"rollout", "direct.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("direct.yaml:6:5: stages[1]: shadow stage 'shadow' cannot lead to promotion without a canary stage"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(RunFleetplan({"rollout", "ladder.yaml"}).code, 2);  // --as-of is required
+}
+
+}  // namespace
+}  // namespace fleetplan
