@@ -27,6 +27,7 @@ struct RolloutFlags {
   bool json = false;
   std::string ladder;
   std::string as_of;
+  std::string policy_key;
 };
 
 Status Ladder(const RolloutFlags& f, std::ostream& out) {
@@ -35,6 +36,10 @@ Status Ladder(const RolloutFlags& f, std::ostream& out) {
   auto as_of = ParseUtcTime(f.as_of);
   if (!as_of.ok()) return UsageError("--as-of: " + as_of.status().message());
   FP_ASSIGN_OR_RETURN(fleetplan::Ladder ladder, LoadLadder(f.ladder));
+  if (!f.policy_key.empty()) {
+    FP_ASSIGN_OR_RETURN(std::string pem, ReadFile(f.policy_key));
+    FP_RETURN_IF_ERROR(CheckLadderSignature(ladder, f.ladder + ".sig", pem));
+  }
   FP_ASSIGN_OR_RETURN(Json result, EvaluateLadder(ladder, *as_of));
   if (f.json) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result));
@@ -112,9 +117,12 @@ void RegisterRolloutVerb(CLI::App& app, VerbAction& action) {
   sub->add_option("ladder", f->ladder, "Rollout ladder YAML (version 1)");
   sub->add_option("--as-of", f->as_of, "The time evidence freshness is judged at (RFC 3339 UTC)");
   sub->add_flag("--json", f->json, "Print rollout.json instead of the stages");
+  sub->add_option("--policy-key", f->policy_key,
+                  "Public key of the policy owners: LADDER.yaml.sig must be its `policy` signature");
   sub->footer(
       "Exit codes: 0 promote; 1 hold (missing, stale, unwarmed or no-data evidence; strata that disagree) or\n"
-      "rollback (a metric regressed); 2 usage error; 3 invalid ladder or evidence.\n"
+      "rollback (a metric regressed), or a ladder not signed by --policy-key; 2 usage error; 3 invalid ladder\n"
+      "or evidence.\n"
       "Examples:\n"
       "  fleetplan rollout ladder.yaml --as-of 2026-12-01T00:00:00Z\n"
       "  fleetplan rollout compare --candidate c/requests.jsonl --baseline b/requests.jsonl");

@@ -8,6 +8,7 @@
 
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/error.h"
+#include "fleetplan/evidence/signing.h"
 #include "fleetplan/rollout/records_compare.h"
 
 namespace fleetplan {
@@ -143,6 +144,38 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
   }
   FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(s.evidence_file));
   FP_ASSIGN_OR_RETURN(EvidenceHeader h, ReadEvidenceHeader(bytes, s.evidence_file));
+  for (const auto& [kind, keys] : l.trust) {
+    if (kind != h.kind) continue;
+    // This kind must be signed by one of its trusted keys.
+    const std::string sig_path = s.evidence_file + ".sig";
+    auto sig_text = ReadFile(sig_path);
+    if (!sig_text.ok()) {
+      v.reason = fmt::format("{}: {} is not signed ({} missing); {} evidence must be signed by {}", s.name, s.evidence_file,
+                             sig_path, kind, keys.front().file);
+      return v;
+    }
+    const Json sig = Json::parse(*sig_text, nullptr, false);
+    std::string why = "not a signature document";
+    bool trusted = false;
+    for (const Ladder::TrustedKey& k : keys) {
+      if (sig.is_discarded()) break;
+      auto check = VerifyEvidence(bytes, sig, k.pem);
+      if (!check.ok()) {
+        why = check.status().message();
+        break;
+      }
+      if (check->valid && check->kind == h.kind) {
+        trusted = true;
+        v.detail["signed_by"] = check->key_id;
+        break;
+      }
+      why = check->valid ? fmt::format("signed as {} evidence", check->kind) : check->reason;
+    }
+    if (!trusted) {
+      v.reason = fmt::format("{}: {}'s signature is not trusted for {} evidence: {}", s.name, s.evidence_file, kind, why);
+      return v;
+    }
+  }
   std::optional<int64_t> max_age;
   for (const auto& [kind, age] : l.max_age_s) {
     if (kind == h.kind) max_age = age;
@@ -200,7 +233,8 @@ Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name,
   l.document = std::make_shared<const YamlDocument>(std::move(doc));
   const YamlNode root = l.document->root();
   if (!root.IsMap()) return root.Error("expected a rollout ladder (version, candidate, baseline, stages): docs/rollout.md");
-  FP_RETURN_IF_ERROR(root.CheckKeys({"version", "candidate", "baseline", "max_age", "stages"}));
+  FP_RETURN_IF_ERROR(root.CheckKeys({"version", "candidate", "baseline", "max_age", "trust", "stages"}));
+  l.text = std::string(text);
   FP_RETURN_IF_ERROR(root["version"].RequirePresent());
   FP_ASSIGN_OR_RETURN(int64_t version, root["version"].AsInt());
   if (version != 1) return root["version"].Error(fmt::format("unsupported ladder version {}; this fleetplan reads version 1", version));
@@ -220,8 +254,53 @@ Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name,
       l.max_age_s.emplace_back(kind, d.ns() / 1'000'000'000);
     }
   }
+  if (root["trust"].present() && !root["trust"].IsNull()) {
+    FP_ASSIGN_OR_RETURN(auto entries, root["trust"].Entries());
+    for (const auto& [kind, value] : entries) {
+      FP_ASSIGN_OR_RETURN(std::vector<std::string> files, value.AsStringList());
+      if (files.empty()) return value.Error("expected at least one public key file");
+      std::vector<Ladder::TrustedKey> keys;
+      for (const std::string& f : files) {
+        const std::string path =
+            std::filesystem::path(f).is_absolute() || dir.empty() ? f : (std::filesystem::path(dir) / f).string();
+        auto pem = ReadFile(path);
+        if (!pem.ok()) return value.Error(pem.status().message());
+        auto id = KeyIdOfPublicPem(*pem);
+        if (!id.ok()) return value.Error(fmt::format("{}: {}", f, id.status().message()));
+        keys.push_back(Ladder::TrustedKey{f, *pem, *id});
+      }
+      l.trust.emplace_back(kind, std::move(keys));
+    }
+  }
   FP_RETURN_IF_ERROR(ReadStages(root["stages"], dir, l));
   return l;
+}
+
+Status CheckLadderSignature(const Ladder& l, const std::string& signature_path, std::string_view policy_key_pem) {
+  auto sig_text = ReadFile(signature_path);
+  if (!sig_text.ok()) {
+    return Status(StatusCode::kCheckFailed, fmt::format("the ladder is policy and must be signed: {} ({})", signature_path,
+                                                        sig_text.status().message()));
+  }
+  const Json sig = Json::parse(*sig_text, nullptr, false);
+  if (sig.is_discarded()) return InvalidInput(fmt::format("{}: not JSON (a signature from `fleetplan evidence sign`?)", signature_path));
+  FP_ASSIGN_OR_RETURN(SignatureCheck check, VerifyEvidence(l.text, sig, policy_key_pem));
+  if (!check.valid) return Status(StatusCode::kCheckFailed, fmt::format("the ladder's signature is not valid: {}", check.reason));
+  if (check.kind != "policy") {
+    return Status(StatusCode::kCheckFailed,
+                  fmt::format("the ladder is signed as {} evidence, not as policy", check.kind));
+  }
+  for (const auto& [kind, keys] : l.trust) {
+    for (const Ladder::TrustedKey& k : keys) {
+      if (k.key_id == check.key_id) {
+        return Status(StatusCode::kCheckFailed,
+                      fmt::format("the ladder is signed by {}, a key it trusts to sign {} evidence ({}): an evidence "
+                                  "signer cannot sign the policy that judges its evidence",
+                                  check.key_id, kind, k.file));
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 Expected<Ladder> LoadLadder(const std::string& path) {

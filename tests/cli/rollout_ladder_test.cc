@@ -171,3 +171,61 @@ stages:
 
 }  // namespace
 }  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+// Evidence kinds the ladder trusts to named keys must be signed by one of them, and the
+// ladder itself, as policy, must be signed by the policy owners' key — which may not be an
+// evidence signer's.
+TEST_F(RolloutLadder, TrustedKindsNeedTheirSignersAndTheLadderNeedsThePolicyKey) {
+  for (const char* key : {"canary", "owners", "other"}) {
+    ASSERT_EQ(RunFleetplan({"evidence", "keygen", "--out", key}).code, 0);
+  }
+  std::string ladder(kLadder);
+  ladder.replace(ladder.find("stages:"), 7, "trust: {canary-metrics: [canary.pub]}\nstages:");
+  std::ofstream("signed.yaml") << ladder;
+  auto unsigned_run = RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(unsigned_run.code, 1);
+  EXPECT_NE(unsigned_run.err.find("shadow: shadow.yaml is not signed (shadow.yaml.sig missing); canary-metrics evidence "
+                                  "must be signed by canary.pub"),
+            std::string::npos)
+      << unsigned_run.err;
+  for (const char* f : {"shadow.yaml", "canary-1.yaml", "canary-10.yaml"}) {
+    ASSERT_EQ(RunFleetplan({"evidence", "sign", f, "--key", "canary"}).code, 0);
+  }
+  auto signed_run = RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(signed_run.code, 0) << signed_run.err;
+  EXPECT_EQ(Json::parse(signed_run.out)["stages"][1]["signed_by"].get<std::string>().rfind("ed25519:", 0), 0u);
+  // Signed by a key the ladder does not trust for the kind.
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "canary-1.yaml", "--key", "other"}).code, 0);
+  auto untrusted = RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(untrusted.code, 1);
+  EXPECT_NE(untrusted.err.find("canary-1: canary-1.yaml's signature is not trusted for canary-metrics evidence"),
+            std::string::npos)
+      << untrusted.err;
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "canary-1.yaml", "--key", "canary"}).code, 0);
+
+  // The ladder as policy.
+  auto no_sig = RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf, "--policy-key", "owners.pub"});
+  EXPECT_EQ(no_sig.code, 1);
+  EXPECT_NE(no_sig.err.find("the ladder is policy and must be signed"), std::string::npos) << no_sig.err;
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "signed.yaml", "--key", "owners", "--kind", "policy"}).code, 0);
+  EXPECT_EQ(RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf, "--policy-key", "owners.pub"}).code, 0);
+  // The canary pipeline's key signing the policy is refused, even when deployment was
+  // pointed at it.
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "signed.yaml", "--key", "canary", "--kind", "policy"}).code, 0);
+  auto self = RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf, "--policy-key", "canary.pub"});
+  EXPECT_EQ(self.code, 1);
+  EXPECT_NE(self.err.find("an evidence signer cannot sign the policy that judges its evidence"), std::string::npos)
+      << self.err;
+  // A looser ladder written after the owners signed is not the signed one.
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "signed.yaml", "--key", "owners", "--kind", "policy"}).code, 0);
+  std::ofstream("signed.yaml", std::ios::app) << "# loosened\n";
+  auto edited = RunFleetplan({"rollout", "signed.yaml", "--as-of", kAsOf, "--policy-key", "owners.pub"});
+  EXPECT_EQ(edited.code, 1);
+  EXPECT_NE(edited.err.find("the file changed after it was signed"), std::string::npos) << edited.err;
+}
+
+}  // namespace
+}  // namespace fleetplan

@@ -48,11 +48,26 @@ struct Ladder {
   std::string candidate_namespace;
   std::string baseline_revision;
   std::vector<std::pair<std::string, int64_t>> max_age_s;  // per evidence kind
+  // trust: evidence kind -> the public keys (PEM text, with the file each came from) that
+  // may sign it. A kind listed here needs FILE.sig by one of them; unlisted kinds need none.
+  struct TrustedKey {
+    std::string file;
+    std::string pem;
+    std::string key_id;
+  };
+  std::vector<std::pair<std::string, std::vector<TrustedKey>>> trust;
   std::vector<LadderStage> stages;
+  std::string text;  // the ladder's bytes (its own signature covers them)
 };
 
 Expected<Ladder> LoadLadder(const std::string& path);
 Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir);
+
+// The ladder is policy: with `policy_key_pem` (what deployment trusts, never read from the
+// ladder), LADDER.sig must be a valid `policy` signature by that key, and that key may not
+// be one the ladder trusts for any evidence kind (an evidence signer — the candidate's
+// pipeline — cannot sign the policy that judges it). Errors: kCheckFailed with the reason.
+Status CheckLadderSignature(const Ladder& ladder, const std::string& signature_path, std::string_view policy_key_pem);
 
 // rollout.json: {"decision": "promote" | "hold" | "rollback", "stage", "traffic",
 // "reasons": [...], "stages": [...each stage's verdict and evidence...], "rollback": {...}
