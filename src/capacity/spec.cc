@@ -13,7 +13,7 @@
 namespace fleetplan {
 namespace {
 
-const std::vector<std::string> kSpecKeys = {"version", "scenario", "demand",  "domains", "survive", "headroom",
+const std::vector<std::string> kSpecKeys = {"version", "scenario", "builtin", "demand",  "domains", "survive", "headroom",
                                             "replica_capacity", "price", "budget", "layouts", "verify"};
 // Most regions and failure domains one spec may name: placement checks every loss
 // scenario against every domain, so this bounds a run at 10^6 checks.
@@ -50,7 +50,7 @@ Status ReadScenario(const YamlNode& node, const std::string& dir, CapacitySpec& 
   FP_RETURN_IF_ERROR(node.RequirePresent());
   std::string base;
   if (node.IsMap()) {
-    FP_RETURN_IF_ERROR(node.CheckKeys({"builtin"}));
+    if (!node["version"].present()) FP_RETURN_IF_ERROR(node.CheckKeys({"builtin"}));  // the spec's root holds more keys
     FP_ASSIGN_OR_RETURN(std::string which, node["builtin"].AsString());
     const std::vector<std::string> builtins = {"atlas"};
     if (which != "atlas") return node["builtin"].Error(UnknownNameMessage("built-in scenario", which, builtins));
@@ -285,7 +285,13 @@ Expected<CapacitySpec> LoadCapacitySpecText(std::string_view text, std::string d
   if (version != 1) {
     return root["version"].Error(fmt::format("unsupported capacity spec version {}; this fleetplan reads version 1", version));
   }
-  FP_RETURN_IF_ERROR(ReadScenario(root["scenario"], dir, s));
+  // `scenario: FILE`, `scenario: {builtin: atlas}`, or `builtin: atlas` beside the other keys.
+  if (root["builtin"].present()) {
+    if (root["scenario"].present()) return root["builtin"].Error("give either scenario or builtin, not both");
+    FP_RETURN_IF_ERROR(ReadScenario(root, dir, s));
+  } else {
+    FP_RETURN_IF_ERROR(ReadScenario(root["scenario"], dir, s));
+  }
   FP_RETURN_IF_ERROR(ReadDemand(root["demand"], s));
   FP_RETURN_IF_ERROR(ReadDomains(root["domains"], s));
   FP_RETURN_IF_ERROR(root["survive"].RequirePresent());

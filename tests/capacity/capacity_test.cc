@@ -72,8 +72,8 @@ std::string ErrorOf(const Expected<CapacitySpec>& s) {
 
 TEST_F(Capacity, SpecErrorsAreLocatedWithDidYouMean) {
   EXPECT_EQ(ErrorOf(Load("replica_capacity: {rate: 2/s}\nbudjet: 100/month\n")),
-            "cap.yaml:12:1: unknown field 'budjet'; did you mean 'budget'? (valid: version, scenario, demand, "
-            "domains, survive, headroom, replica_capacity, price, budget, layouts, verify)");
+            "cap.yaml:12:1: unknown field 'budjet'; did you mean 'budget'? (valid: version, scenario, builtin, "
+            "demand, domains, survive, headroom, replica_capacity, price, budget, layouts, verify)");
   auto bad_region = LoadCapacitySpecText(
       "version: 1\nscenario: small.yaml\ndemand: {east: 2/s}\ndomains: {a: {region: eats, gpus: 8}}\nsurvive: none\n"
       "replica_capacity: {rate: 1/s}\nprice: {on_demand: 1/gpu-h}\n",
@@ -98,6 +98,11 @@ TEST_F(Capacity, SpecErrorsAreLocatedWithDidYouMean) {
   EXPECT_EQ(ErrorOf(headroom), "cap.yaml:9:11: headroom: expected a headroom below 100%, got 100%");
   EXPECT_NE(ErrorOf(Load("replica_capacity: {rate: 2/s, file: x.json}\n")).find("exactly one of search, file or rate"),
             std::string::npos);
+  // `builtin: atlas` may stand beside the other keys instead of `scenario`, not with it.
+  EXPECT_EQ(ErrorOf(LoadCapacitySpecText("version: 1\nbuiltin: atlaz\n", "cap.yaml", ".")),
+            "cap.yaml:2:10: builtin: unknown built-in scenario 'atlaz'; did you mean 'atlas'? (valid: atlas)");
+  EXPECT_EQ(ErrorOf(LoadCapacitySpecText("version: 1\nscenario: small.yaml\nbuiltin: atlas\n", "cap.yaml", ".")),
+            "cap.yaml:3:10: builtin: give either scenario or builtin, not both");
   auto missing = LoadCapacitySpecText("version: 1\nscenario: nope.yaml\n", "cap.yaml", ".");
   EXPECT_NE(ErrorOf(missing).find("cap.yaml:2:11: scenario:"), std::string::npos) << ErrorOf(missing);
 }
@@ -357,7 +362,7 @@ namespace {
 
 TEST(CapacityLayouts, ALayoutThatDoesNotFitOneReplicaIsInfeasibleAndTheOthersAreSized) {
   auto spec = LoadCapacitySpecText(R"(version: 1
-scenario: {builtin: atlas}
+builtin: atlas
 demand: {east: 10/s}
 domains: {a: {region: east, gpus: 64}, b: {region: east, gpus: 64}}
 survive: any-one-domain
