@@ -11,34 +11,13 @@
 #include "fleetplan/capacity/spec.h"
 #include "fleetplan/capacity/verify.h"
 #include "support/in_scratch.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan {
 namespace {
 
 using testing::InScratch;
 
-// One small model on one GPU per replica, an affine step model: fast to simulate.
-constexpr std::string_view kScenario = R"(version: 1
-name: small
-seed: 5
-model: {name: llama-3.1-8b, max_context: 8192}
-hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}
-deployment: {replicas: 2, tp: 1, gpu_memory_utilization: 0.5}
-engine:
-  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 32}
-  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: 0.2ms}}
-router: {policy: least-outstanding}
-workload:
-  duration: 60s
-  arrival: {process: poisson, rate: 6/s}
-  classes:
-    interactive:
-      share: 1.0
-      prompt: [{segment: unique, tokens: {uniform: [200, 800]}}]
-      output_tokens: {uniform: [20, 60]}
-slo:
-  interactive: {ttft: 300ms}
-)";
 
 std::string SpecText(std::string_view extra) {
   return std::string(R"(version: 1
@@ -58,7 +37,7 @@ class Capacity : public InScratch {
  protected:
   void SetUp() override {
     InScratch::SetUp();
-    std::ofstream("small.yaml") << kScenario;
+    std::ofstream("small.yaml") << testing::kSmallInteractive;
   }
   Expected<CapacitySpec> Load(std::string_view extra) { return LoadCapacitySpecText(SpecText(extra), "cap.yaml", "."); }
 };

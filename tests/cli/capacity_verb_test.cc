@@ -9,6 +9,7 @@
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan {
 namespace {
@@ -16,27 +17,6 @@ namespace {
 using testing::InScratch;
 using testing::RunFleetplan;
 
-constexpr std::string_view kScenario = R"(version: 1
-name: small
-seed: 5
-model: {name: llama-3.1-8b, max_context: 8192}
-hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}
-deployment: {replicas: 2, tp: 1, gpu_memory_utilization: 0.5}
-engine:
-  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 32}
-  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: 0.2ms}}
-router: {policy: least-outstanding}
-workload:
-  duration: 60s
-  arrival: {process: poisson, rate: 6/s}
-  classes:
-    interactive:
-      share: 1.0
-      prompt: [{segment: unique, tokens: {uniform: [200, 800]}}]
-      output_tokens: {uniform: [20, 60]}
-slo:
-  interactive: {ttft: 300ms}
-)";
 
 constexpr std::string_view kSpec = R"(version: 1
 scenario: small.yaml
@@ -55,7 +35,7 @@ class CapacityVerb : public InScratch {
  protected:
   void SetUp() override {
     InScratch::SetUp();
-    std::ofstream("small.yaml") << kScenario;
+    std::ofstream("small.yaml") << testing::kSmallInteractive;
   }
 };
 

@@ -14,26 +14,13 @@
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan {
 namespace {
 
 using testing::InScratch;
 using testing::RunFleetplan;
-
-std::string Scenario(const std::string& decode_per_seq) {
-  return "version: 1\nname: canary\nseed: 11\nmodel: {name: llama-3.1-8b, max_context: 8192}\n"
-         "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}\n"
-         "deployment: {replicas: 2, tp: 1, gpu_memory_utilization: 0.5}\n"
-         "engine:\n  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 32}\n"
-         "  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: " +
-         decode_per_seq +
-         "}}\nrouter: {policy: least-outstanding}\n"
-         "workload:\n  duration: 60s\n  arrival: {process: poisson, rate: 6/s}\n  classes:\n"
-         "    chat: {share: 0.7, prompt: [{segment: unique, tokens: 400}], output_tokens: {uniform: [20, 60]}}\n"
-         "    docs: {share: 0.3, prompt: [{segment: unique, tokens: 2000}], output_tokens: {uniform: [50, 100]}}\n"
-         "slo:\n  chat: {ttft: 1s}\noutput: {requests: true}\n";
-}
 
 std::string Read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -47,7 +34,7 @@ class RolloutLadder : public InScratch {
   void SetUp() override {
     InScratch::SetUp();
     for (const auto& [name, per_seq] : {std::pair{"base", "0.2ms"}, {"same", "0.2ms"}, {"slow", "0.6ms"}}) {
-      std::ofstream(std::string(name) + ".yaml") << Scenario(per_seq);
+      std::ofstream(std::string(name) + ".yaml") << testing::CanaryScenario(per_seq);
       auto r = RunFleetplan({"simulate", std::string(name) + ".yaml", "--quiet", "--out", name});
       ASSERT_EQ(r.code, 0) << r.err;
     }

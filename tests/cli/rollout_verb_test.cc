@@ -8,29 +8,13 @@
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan {
 namespace {
 
 using testing::InScratch;
 using testing::RunFleetplan;
-
-std::string Scenario(const std::string& decode_per_seq, const std::string& classes) {
-  return "version: 1\nname: canary\nseed: 11\nmodel: {name: llama-3.1-8b, max_context: 8192}\n"
-         "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}\n"
-         "deployment: {replicas: 2, tp: 1, gpu_memory_utilization: 0.5}\n"
-         "engine:\n  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 32}\n"
-         "  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: " +
-         decode_per_seq + "}}\nrouter: {policy: least-outstanding}\n"
-         "workload:\n  duration: 60s\n  arrival: {process: poisson, rate: 6/s}\n  classes:\n" + classes +
-         "slo:\n  chat: {ttft: 1s}\noutput: {requests: true}\n";
-}
-
-const std::string kTwoClasses =
-    "    chat: {share: 0.7, prompt: [{segment: unique, tokens: 400}], output_tokens: {uniform: [20, 60]}}\n"
-    "    docs: {share: 0.3, prompt: [{segment: unique, tokens: 2000}], output_tokens: {uniform: [50, 100]}}\n";
-const std::string kChatOnly =
-    "    chat: {share: 1.0, prompt: [{segment: unique, tokens: 400}], output_tokens: {uniform: [20, 60]}}\n";
 
 class RolloutVerb : public InScratch {
  protected:
@@ -42,10 +26,10 @@ class RolloutVerb : public InScratch {
 };
 
 TEST_F(RolloutVerb, ASlowerCandidateFailsAnIdenticalOnePassesAMissingClassHolds) {
-  Simulate("base", Scenario("0.2ms", kTwoClasses));
-  Simulate("same", Scenario("0.2ms", kTwoClasses));
-  Simulate("slow", Scenario("0.6ms", kTwoClasses));
-  Simulate("chat", Scenario("0.2ms", kChatOnly));
+  Simulate("base", testing::CanaryScenario("0.2ms"));
+  Simulate("same", testing::CanaryScenario("0.2ms"));
+  Simulate("slow", testing::CanaryScenario("0.6ms"));
+  Simulate("chat", testing::CanaryScenario("0.2ms", testing::kChatOnly));
 
   auto same = RunFleetplan({"rollout", "compare", "--candidate", "same/requests.jsonl", "--baseline", "base/requests.jsonl"});
   EXPECT_EQ(same.code, 0) << same.err << same.out;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -408,41 +409,69 @@ TEST(Admission, RejectedAndExpiredWorkLeavesEveryCounterAsBefore) {
   EXPECT_GT(checked_rejections, 100);
 }
 
-// A request submitted again under its id (a client replay) through the push API is
-// rejected "duplicate" and reserves nothing: before the first has arrived, while it is
-// queued, and while it is admitted and running.
-TEST(Admission, ReplayedIdReservesOnce) {
+// A one-tenant fleet that admits one request at a time, driven through the push API; the
+// fleet's invariants are recounted after every event and `check` adds the test's own.
+struct PushedFleet {
+  Observed seen;
+  std::unique_ptr<Simulation> sim;
+  const Admission* admission = nullptr;
+  Status invariants = Status::Ok();
+};
+
+std::unique_ptr<PushedFleet> OneAtATime(std::function<void(const Admission&)> check) {
   Knobs k;
   k.max_in_flight = 1;
   k.tenants = "{count: 1}";
   Expected<Scenario> s = LoadScenarioText(ScenarioText(k), "admission.yaml", "");
-  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  if (!s.ok()) return nullptr;
   Expected<FleetPlan> plan = Bind(*s);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  Observed seen;
-  auto created = Simulation::Create(plan->Setup(), &seen);
-  ASSERT_TRUE(created.ok());
-  Simulation& sim = **created;
-  Status invariants = Status::Ok();
-  const Admission* a = sim.component<Admission>();
-  ASSERT_NE(a, nullptr);
-  int64_t most_tokens = 0;
-  sim.SetEventHook([&] {
-    if (invariants.ok()) invariants = sim.CheckInvariants();
-    EXPECT_LE(a->tenant_concurrent(0), 1);
-    most_tokens = std::max(most_tokens, a->tenant_tokens_in_flight(0));
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  if (!plan.ok()) return nullptr;
+  auto f = std::make_unique<PushedFleet>();
+  auto created = Simulation::Create(plan->Setup(), &f->seen);
+  EXPECT_TRUE(created.ok());
+  if (!created.ok()) return nullptr;
+  f->sim = std::move(*created);
+  f->admission = f->sim->component<Admission>();
+  EXPECT_NE(f->admission, nullptr);
+  if (f->admission == nullptr) return nullptr;
+  PushedFleet* raw = f.get();
+  f->sim->SetEventHook([raw, check = std::move(check)] {
+    if (raw->invariants.ok()) raw->invariants = raw->sim->CheckInvariants();
+    check(*raw->admission);
   });
-  ASSERT_TRUE(sim.Start(nullptr).ok());
-  const auto request = [](RequestId id, int64_t arrival_ms) {
-    Request r;
-    r.id = id;
-    r.class_id = 0;  // chat: interactive
-    r.tenant = 0;
-    r.arrival = SimTime() + Ms(arrival_ms);
-    r.prompt = {{static_cast<ContentId>(1000 + id), 200}};
-    r.output_tokens = 200;
-    return r;
-  };
+  EXPECT_TRUE(f->sim->Start(nullptr).ok());
+  return f;
+}
+
+// A request of the chat class (interactive) from tenant 0 with its own prompt content.
+Request ChatRequest(RequestId id, int64_t arrival_ms, int64_t output_tokens) {
+  Request r;
+  r.id = id;
+  r.class_id = 0;
+  r.tenant = 0;
+  r.arrival = SimTime() + Ms(arrival_ms);
+  r.prompt = {{static_cast<ContentId>(1000 + id), 200}};
+  r.output_tokens = output_tokens;
+  return r;
+}
+
+// A request submitted again under its id (a client replay) through the push API is
+// rejected "duplicate" and reserves nothing: before the first has arrived, while it is
+// queued, and while it is admitted and running.
+TEST(Admission, ReplayedIdReservesOnce) {
+  int64_t most_tokens = 0;
+  const auto fleet = OneAtATime([&](const Admission& a) {
+    EXPECT_LE(a.tenant_concurrent(0), 1);
+    most_tokens = std::max(most_tokens, a.tenant_tokens_in_flight(0));
+  });
+  ASSERT_NE(fleet, nullptr);
+  Simulation& sim = *fleet->sim;
+  const Admission* a = fleet->admission;
+  const Status& invariants = fleet->invariants;
+  const Observed& seen = fleet->seen;
+  const auto request = [](RequestId id, int64_t arrival_ms) { return ChatRequest(id, arrival_ms, 200); };
   ASSERT_TRUE(sim.Submit(request(1, 0)).ok());
   ASSERT_TRUE(sim.Submit(request(1, 5)).ok());  // before the first arrived
   ASSERT_TRUE(sim.Submit(request(2, 10)).ok());  // queued behind 1 (one in flight at most)
@@ -482,33 +511,13 @@ TEST(Admission, ReplayedIdReservesOnce) {
 // "cancelled", and one whose deadline passes while queued ends "timeout", both without
 // reaching a replica or a counter; the requests behind them move up.
 TEST(Admission, CancelAndDeadlineWhileQueuedEndWithoutACharge) {
-  Knobs k;
-  k.max_in_flight = 1;
-  k.tenants = "{count: 1}";
-  Expected<Scenario> s = LoadScenarioText(ScenarioText(k), "admission.yaml", "");
-  ASSERT_TRUE(s.ok()) << s.status().message();
-  Expected<FleetPlan> plan = Bind(*s);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  Observed seen;
-  auto created = Simulation::Create(plan->Setup(), &seen);
-  ASSERT_TRUE(created.ok());
-  Simulation& sim = **created;
-  Status invariants = Status::Ok();
-  const Admission* a = sim.component<Admission>();
-  sim.SetEventHook([&] {
-    if (invariants.ok()) invariants = sim.CheckInvariants();
-    EXPECT_LE(a->tenant_concurrent(0), 1);
-  });
-  ASSERT_TRUE(sim.Start(nullptr).ok());
-  const auto request = [](RequestId id, int64_t arrival_ms) {
-    Request r;
-    r.id = id;
-    r.tenant = 0;
-    r.arrival = SimTime() + Ms(arrival_ms);
-    r.prompt = {{static_cast<ContentId>(2000 + id), 200}};
-    r.output_tokens = 100;
-    return r;
-  };
+  const auto fleet = OneAtATime([](const Admission& a) { EXPECT_LE(a.tenant_concurrent(0), 1); });
+  ASSERT_NE(fleet, nullptr);
+  Simulation& sim = *fleet->sim;
+  const Admission* a = fleet->admission;
+  const Status& invariants = fleet->invariants;
+  const Observed& seen = fleet->seen;
+  const auto request = [](RequestId id, int64_t arrival_ms) { return ChatRequest(id, arrival_ms, 100); };
   ASSERT_TRUE(sim.Submit(request(1, 0)).ok());  // runs about a second
   Request cancels = request(2, 10);
   cancels.cancel_at = SimTime() + Ms(50);
