@@ -46,28 +46,19 @@ Expected<double> ReadPercent(const YamlNode& node) {
   return pct / 100;
 }
 
-Status ReadScenario(const YamlNode& node, const std::string& dir, CapacitySpec& s) {
+// `scenario: FILE` or `scenario: {builtin: atlas}` (read as a sweep base), or `builtin:
+// atlas` beside the other keys (`node` is then that value).
+Status ReadScenario(const YamlNode& node, bool top_level_builtin, const std::string& dir, CapacitySpec& s) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
-  std::string base;
-  if (node.IsMap()) {
-    if (!node["version"].present()) FP_RETURN_IF_ERROR(node.CheckKeys({"builtin"}));  // the spec's root holds more keys
-    FP_ASSIGN_OR_RETURN(std::string which, node["builtin"].AsString());
-    const std::vector<std::string> builtins = {"atlas"};
-    if (which != "atlas") return node["builtin"].Error(UnknownNameMessage("built-in scenario", which, builtins));
-    base = "{builtin: atlas}";
-  } else {
-    FP_ASSIGN_OR_RETURN(std::string path, node.AsString());
-    if (path.empty()) return node.Error("expected a scenario file, or {builtin: atlas}");
-    const std::filesystem::path p = std::filesystem::path(path).is_absolute() || dir.empty()
-                                        ? std::filesystem::path(path)
-                                        : std::filesystem::path(dir) / path;
-    auto read = ReadFile(p.string());
-    if (!read.ok()) return node.Error(read.status().message());
-    base = Json(p.string()).dump();  // a JSON string is a YAML string
+  if (!top_level_builtin) {
+    FP_ASSIGN_OR_RETURN(s.base, SweepSpecOfBase(node, dir, s.display_name));
+    return Status::Ok();
   }
-  auto spec = LoadSweepSpecText("version: 1\nbase: " + base + "\n", s.display_name, "");
-  if (!spec.ok()) return node.Error(spec.status().message());
-  s.base = std::move(*spec);
+  FP_ASSIGN_OR_RETURN(std::string which, node.AsString());
+  const std::vector<std::string> builtins = {"atlas"};
+  if (which != "atlas") return node.Error(UnknownNameMessage("built-in scenario", which, builtins));
+  FP_ASSIGN_OR_RETURN(YamlDocument builtin, YamlDocument::LoadString("{builtin: atlas}", s.display_name));
+  FP_ASSIGN_OR_RETURN(s.base, SweepSpecOfBase(builtin.root(), dir, s.display_name));
   return Status::Ok();
 }
 
@@ -288,9 +279,9 @@ Expected<CapacitySpec> LoadCapacitySpecText(std::string_view text, std::string d
   // `scenario: FILE`, `scenario: {builtin: atlas}`, or `builtin: atlas` beside the other keys.
   if (root["builtin"].present()) {
     if (root["scenario"].present()) return root["builtin"].Error("give either scenario or builtin, not both");
-    FP_RETURN_IF_ERROR(ReadScenario(root, dir, s));
+    FP_RETURN_IF_ERROR(ReadScenario(root["builtin"], true, dir, s));
   } else {
-    FP_RETURN_IF_ERROR(ReadScenario(root["scenario"], dir, s));
+    FP_RETURN_IF_ERROR(ReadScenario(root["scenario"], false, dir, s));
   }
   FP_RETURN_IF_ERROR(ReadDemand(root["demand"], s));
   FP_RETURN_IF_ERROR(ReadDomains(root["domains"], s));

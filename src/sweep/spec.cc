@@ -353,6 +353,19 @@ Json SweepSpec::Describe() const {
   return j;
 }
 
+Expected<SweepSpec> SweepSpecOfBase(const YamlNode& base_node, const std::string& dir, std::string display_name) {
+  SweepSpec s;
+  s.display_name = display_name;
+  s.name = display_name.empty() ? "base" : std::filesystem::path(display_name).stem().string();
+  FP_RETURN_IF_ERROR(ReadBase(base_node, dir, s));
+  FP_ASSIGN_OR_RETURN(int64_t seed, s.base->root()["seed"].IntOr(0));
+  s.seeds = {static_cast<uint64_t>(std::max<int64_t>(seed, 0))};
+  for (const std::string& cls : SloClassNames(*s.base)) s.targets.emplace_back(cls, kDefaultTarget);
+  s.targets_source = fmt::format("not given: {} for every SLO class", kDefaultTarget);
+  FP_ASSIGN_OR_RETURN(s.digest, DigestOfJson(Json{{"base", s.base_digest}}));
+  return s;
+}
+
 Expected<SweepSpec> LoadSweepSpecText(std::string_view text, std::string display_name, std::string dir) {
   SweepSpec s;
   s.display_name = display_name;

@@ -86,6 +86,10 @@ struct SweepSpec {
 // override key that is not a key path of the base scenario gets a did-you-mean over them.
 Expected<SweepSpec> LoadSweepSpec(const std::string& path);
 Expected<SweepSpec> LoadSweepSpecText(std::string_view text, std::string display_name, std::string dir);
+// A spec of the base alone: `base_node` read as a spec's `base` (a scenario file relative
+// to `dir`, or {builtin: atlas}, errors located there), the base's seed, no axes and no
+// search; for callers that run the base through the sweep layer (capacity).
+Expected<SweepSpec> SweepSpecOfBase(const YamlNode& base_node, const std::string& dir, std::string display_name);
 
 // The key paths of a scenario document (every key present, with [i] for sequence
 // elements) plus the format's documented keys of its fixed sections, sorted.
