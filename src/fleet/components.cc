@@ -14,6 +14,7 @@
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/fleet/telemetry.h"
 #include "fleetplan/fleet/timeseries.h"
+#include "fleetplan/fleet/traffic_split.h"
 
 namespace fleetplan {
 namespace {
@@ -58,6 +59,7 @@ const std::vector<FleetComponentRow>& FleetComponents() {
       {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
       {"replica-losses", &ReplicaLosses::Wanted, &Make<ReplicaLosses>},
       {"autoscaler", &Autoscaler::Wanted, &Make<Autoscaler>},
+      {"traffic-split", &TrafficSplit::Wanted, &TrafficSplit::Make},
   };
   return rows;
 }

@@ -38,7 +38,7 @@ Expected<BoundPool> BindPool(const Scenario& s, const PoolSpec& pool) {
                               m.model.name, m.gpu.name, m.layout.tp, m.layout.pp, kv.kv_bytes_per_rank.count()));
   }
   FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> cost, BuildCostModel(s, pool.fit));
-  return BoundPool{pool.role, pool.replicas, pool.fit, kv, std::move(cost)};
+  return BoundPool{pool.role, pool.replicas, pool.fit, kv, std::move(cost), std::nullopt};
 }
 
 Json RouterJson(const RouterConfig& r) {
@@ -144,10 +144,10 @@ int64_t FleetPlan::replicas() const {
 FleetSetup FleetPlan::Setup() const {
   FleetSetup setup;
   for (const BoundPool& p : pools) {
-    EngineConfig e = engine;
+    EngineConfig e = p.engine.value_or(engine);
     e.kv_blocks = p.kv.kv_blocks_per_replica;
     e.max_context = p.fit.context;  // model.max_context, as the scenario gives or defaults it
-    e.cuda_graphs = cuda_graphs;
+    if (!p.engine) e.cuda_graphs = cuda_graphs;
     const int64_t gpus = p.fit.memory.layout.gpus();
     ReplicaSetup r{e, p.cost, p.role, p.kv.kv_bytes_per_token_per_rank.count() * gpus, 0};
     // Every rank sends its shard of the KV over its own NIC.
@@ -165,12 +165,20 @@ FleetSetup FleetPlan::Setup() const {
   setup.timeseries.interval = output.timeseries_interval;
   setup.replica_losses = replica_losses;
   if (autoscaling.enabled) setup.autoscaling = std::make_shared<const AutoscalingConfig>(autoscaling);
+  if (traffic_split) setup.traffic_split = std::make_shared<const TrafficSplitConfig>(*traffic_split);
   return setup;
 }
 
 Json FleetPlan::ToJson() const {
   Json pools_json = Json::array();
-  for (const BoundPool& p : pools) pools_json.push_back(PoolJson(p));
+  for (const BoundPool& p : pools) {
+    Json pool = PoolJson(p);
+    if (p.engine) {
+      pool["engine"] = EngineSettingsJson(*p.engine);
+      pool["engine"]["cuda_graphs"] = p.engine->cuda_graphs.Describe();
+    }
+    pools_json.push_back(std::move(pool));
+  }
   Json invalidations_json = Json::array();
   for (const TimedInvalidation& t : invalidations) {
     invalidations_json.push_back({{"at_ns", t.at.ns()},
@@ -229,6 +237,7 @@ Json FleetPlan::ToJson() const {
     }
     j["replica_losses"] = std::move(losses);
   }
+  if (traffic_split) j["traffic_split"] = traffic_split->ToJson();
   return j;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/fleet/traffic_split.h"
 #include "fleetplan/memory/plan.h"
 #include "fleetplan/perf/cuda_graphs.h"
 
@@ -35,6 +37,10 @@ struct BoundPool {
   FitRequest fit;
   KvPoolSize kv;
   std::shared_ptr<const StepCostModel> cost;
+  // This pool's engine settings (kv_blocks and max_context still the pool's) when they are
+  // not the plan's: set by callers that put another revision's pool beside the plan's
+  // (canary); absent from a bound scenario.
+  std::optional<EngineConfig> engine;
 };
 
 struct FleetPlan {
@@ -59,6 +65,7 @@ struct FleetPlan {
   AutoscalingConfig autoscaling;  // off unless enabled; in ToJson when enabled
   std::vector<TimedInvalidation> invalidations;
   std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (set by callers: capacity)
+  std::optional<TrafficSplitConfig> traffic_split;  // two revisions in one fleet (set by callers: canary)
   WorkloadSpec workload;
   SloSpec slo;
   OutputSpec output;

@@ -89,6 +89,7 @@ struct TimedInvalidation {
 
 struct ReplicaLoss;  // below, after DrainExpiry
 struct AutoscalingConfig;  // autoscaler.h
+struct TrafficSplitConfig;  // traffic_split.h
 
 struct FleetSetup {
   std::vector<ReplicaSetup> replicas;
@@ -104,6 +105,9 @@ struct FleetSetup {
   std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (fleet/replica_loss.h)
   AdmissionConfig admission;            // classes, quotas, bounded queues (admission.h); off by default
   std::shared_ptr<const AutoscalingConfig> autoscaling;  // the pod and node loops; off when null
+  // Two revisions side by side, a share to the candidate, a rollback (traffic_split.h); set
+  // by callers (canary), off when null.
+  std::shared_ptr<const TrafficSplitConfig> traffic_split;
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
