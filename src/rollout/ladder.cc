@@ -203,6 +203,19 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
     v.reason = fmt::format("{}: warmed ({})", s.name, s.evidence_file);
     return v;
   }
+  FP_ASSIGN_OR_RETURN(bool simulated, data["simulated"].BoolOr(false));
+  std::string simulated_note;
+  if (simulated) {
+    v.detail["simulated"] = true;
+    const std::string split = data["split"].present() ? fmt::format(", a {} split", data["split"].Text()) : "";
+    if (!l.accept_simulated) {
+      v.reason = fmt::format("{}: {} is simulated evidence{}, and the policy does not accept simulated evidence "
+                             "(accept_simulated: false): measure the canary, or set accept_simulated: true",
+                             s.name, s.evidence_file, split);
+      return v;
+    }
+    simulated_note = fmt::format(" [simulated evidence{}, accepted: accept_simulated: true]", split);
+  }
   const std::string dir = std::filesystem::path(s.evidence_file).parent_path().string();
   std::string mismatch;
   FP_ASSIGN_OR_RETURN(std::string candidate, PinnedRecords(data["candidate"], dir, mismatch));
@@ -217,8 +230,8 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
   const std::string verdict = cmp["verdict"].get<std::string>();
   v.verdict = verdict == "pass" ? CanaryVerdict::kPass : verdict == "fail" ? CanaryVerdict::kFail : CanaryVerdict::kHold;
   v.reason = v.verdict == CanaryVerdict::kPass
-                 ? fmt::format("{}: every metric passes per class and pooled", s.name)
-                 : fmt::format("{}: {}", s.name, cmp["reasons"].front().get<std::string>());
+                 ? fmt::format("{}: every metric passes per class and pooled{}", s.name, simulated_note)
+                 : fmt::format("{}: {}{}", s.name, cmp["reasons"].front().get<std::string>(), simulated_note);
   return v;
 }
 
@@ -233,16 +246,27 @@ Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name,
   l.document = std::make_shared<const YamlDocument>(std::move(doc));
   const YamlNode root = l.document->root();
   if (!root.IsMap()) return root.Error("expected a rollout ladder (version, candidate, baseline, stages): docs/rollout.md");
-  FP_RETURN_IF_ERROR(root.CheckKeys({"version", "candidate", "baseline", "max_age", "trust", "stages"}));
+  FP_RETURN_IF_ERROR(
+      root.CheckKeys({"version", "candidate", "baseline", "accept_simulated", "max_age", "trust", "stages"}));
   l.text = std::string(text);
   FP_RETURN_IF_ERROR(root["version"].RequirePresent());
   FP_ASSIGN_OR_RETURN(int64_t version, root["version"].AsInt());
   if (version != 1) return root["version"].Error(fmt::format("unsupported ladder version {}; this fleetplan reads version 1", version));
   for (const char* key : {"candidate", "baseline"}) {
     FP_RETURN_IF_ERROR(root[key].RequirePresent());
-    FP_RETURN_IF_ERROR(root[key].CheckKeys({"revision", "namespace"}));
+    FP_RETURN_IF_ERROR(root[key].CheckKeys({"revision", "namespace", "scenario"}));
     FP_RETURN_IF_ERROR(root[key]["revision"].RequirePresent());
   }
+  const auto resolve = [&](const std::string& f) {
+    return f.empty() || std::filesystem::path(f).is_absolute() || dir.empty() ? f
+                                                                              : (std::filesystem::path(dir) / f).string();
+  };
+  FP_ASSIGN_OR_RETURN(std::string candidate_scenario, root["candidate"]["scenario"].StringOr(""));
+  FP_ASSIGN_OR_RETURN(std::string baseline_scenario, root["baseline"]["scenario"].StringOr(""));
+  l.candidate_scenario = resolve(candidate_scenario);
+  l.baseline_scenario = resolve(baseline_scenario);
+  l.candidate_where = root["candidate"];
+  FP_ASSIGN_OR_RETURN(l.accept_simulated, root["accept_simulated"].BoolOr(false));
   FP_ASSIGN_OR_RETURN(l.candidate_revision, root["candidate"]["revision"].AsString());
   FP_ASSIGN_OR_RETURN(l.candidate_namespace, root["candidate"]["namespace"].StringOr(l.candidate_revision));
   FP_ASSIGN_OR_RETURN(l.baseline_revision, root["baseline"]["revision"].AsString());
@@ -340,7 +364,7 @@ Expected<Json> EvaluateLadder(const Ladder& l, UtcTime as_of) {
     stages.push_back({{"name", l.stages[i].name}, {"traffic", l.stages[i].traffic}, {"verdict", "not reached"}});
   }
   Json out = {{"kind", "fleetplan-rollout"},
-              {"ladder", {{"file", l.display_name}, {"digest", l.digest}}},
+              {"ladder", {{"file", l.display_name}, {"digest", l.digest}, {"accept_simulated", l.accept_simulated}}},
               {"as_of", FormatUtcTime(as_of)},
               {"candidate", l.candidate_revision},
               {"baseline", l.baseline_revision},

@@ -8,6 +8,9 @@
 //     canary evidence    data {candidate: {file, digest}, baseline: {file, digest}}: the
 //                        records of both in the same window, each pinned by its digest;
 //                        the stage's metrics are compared per class and pooled (compare.h)
+//   simulated evidence (data {simulated: true}: `fleetplan rollout simulate`) holds its
+//   stage unless the ladder says accept_simulated: true; then it is judged like measured
+//   evidence and the stage's verdict says it was simulated
 //   the first stage that does not pass decides: hold there (missing, stale, unwarmed or
 //   no-data evidence; strata that disagree), or roll back (a protected metric regressed):
 //   traffic to the candidate goes to 0, the baseline revision serves, the candidate's
@@ -47,6 +50,13 @@ struct Ladder {
   std::string candidate_revision;
   std::string candidate_namespace;
   std::string baseline_revision;
+  // candidate.scenario and baseline.scenario: the two fleets as scenario files (resolved
+  // against the ladder's folder; empty when not given), for exercising a rollback
+  // (canary/rollback_exercise.h). `where` locates the `candidate` section.
+  std::string candidate_scenario;
+  std::string baseline_scenario;
+  std::optional<YamlNode> candidate_where;
+  bool accept_simulated = false;  // judge simulated canary evidence like measured evidence
   std::vector<std::pair<std::string, int64_t>> max_age_s;  // per evidence kind
   // trust: evidence kind -> the public keys (PEM text, with the file each came from) that
   // may sign it. A kind listed here needs FILE.sig by one of them; unlisted kinds need none.
