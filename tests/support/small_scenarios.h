@@ -53,3 +53,19 @@ inline std::string CanaryScenario(std::string_view decode_per_seq, std::string_v
 }
 
 }  // namespace fleetplan::testing
+
+namespace fleetplan::testing {
+
+// CanaryScenario at 10/s for 600 s (about 6,000 requests, still well under a second to
+// simulate): enough requests that a 1% or 10% split leaves the ladder's minimum samples
+// per class. `replicas` and `decode_per_seq` make a candidate regress.
+inline std::string LongCanaryScenario(std::string_view decode_per_seq, int replicas = 2) {
+  std::string s = CanaryScenario(decode_per_seq);
+  const auto replace = [&s](std::string_view from, const std::string& to) { s.replace(s.find(from), from.size(), to); };
+  replace("duration: 60s", "duration: 600s");
+  replace("rate: 6/s", "rate: 10/s");
+  replace("replicas: 2,", "replicas: " + std::to_string(replicas) + ",");
+  return s;
+}
+
+}  // namespace fleetplan::testing
