@@ -120,6 +120,9 @@ std::string_view Admission::Blocked(TenantId tenant, int64_t charge, SimTime now
 }
 
 bool Admission::Dispatch(const Request& r, SimTime now) {
+  // Given back by a lost replica: admitted once already, so routed again as it is (it
+  // still holds its tenant's charge), never counted again nor taken for a duplicate.
+  if (sim_.requeuing(r.id) && admitted_.contains(r.id)) return false;
   if (!first_arrival_) first_arrival_ = now;
   const int32_t cls = config_.ClassOf(r);
   ClassState& c = classes_[static_cast<size_t>(cls)];

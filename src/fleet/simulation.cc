@@ -287,9 +287,14 @@ void Simulation::Requeue(const Request& r, int32_t from, SimTime now) {
   }
   ++f.drain_requeued;
   telemetry_->BeforeDecision(now);
+  requeuing_ = r.id;
   for (const auto& c : components_) {
-    if (c->Dispatch(r, now)) return;
+    if (c->Dispatch(r, now)) {
+      requeuing_.reset();
+      return;
+    }
   }
+  requeuing_.reset();
   RouteRequest(r, now);
 }
 

@@ -71,5 +71,32 @@ TEST(ReplicaLosses, ListedReplicasFailAtTheirTimeAndTheirRequestsMoveToTheSurviv
   EXPECT_NE(*plan->Digest(), *without->Digest());
 }
 
+// Behind admission, a request its lost replica gives back was admitted once: it is routed
+// again as it is — not admitted a second time, not rejected as a duplicate of itself — and
+// admission's count of requests in flight stays equal to what the fleet routes.
+TEST(ReplicaLosses, RequeuedRequestsBehindAdmissionAreRoutedAgainNotTakenForDuplicates) {
+  std::string text(kFour);
+  text += "admission:\n  classes: {chat: {priority: 1, max_queue: 1000, max_wait: 60s}}\n"
+          "  default_class: chat\n  max_in_flight_per_replica: 64\n";
+  auto scenario = LoadScenarioText(text, "losses.yaml", "");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto plan = Bind(*scenario);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  plan->replica_losses.push_back(ReplicaLoss{SimTime::FromNanos(Sec(20).ns()), {0, 1}});
+  RunOptions opt;
+  opt.write_files = false;
+  opt.check_invariants_every_event = true;
+  int64_t not_ok = 0;
+  opt.on_record = [&](const RequestRecord& r) { not_ok += r.status != RecordStatus::kOk ? 1 : 0; };
+  auto run = Simulate(*plan, opt);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  int64_t requeued = 0;
+  for (const ReplicaResult& r : run->result.replicas) requeued += r.figures.drain_requeued;
+  EXPECT_GT(requeued, 10);
+  EXPECT_EQ(not_ok, 0);
+  EXPECT_EQ(run->report["admission"]["classes"]["chat"]["rejected_total"], 0);
+  EXPECT_EQ(run->report["admission"]["classes"]["chat"]["arrived"].get<int64_t>(), run->requests);
+}
+
 }  // namespace
 }  // namespace fleetplan

@@ -305,6 +305,9 @@ class Simulation final : public EventHandler {
   ReplicaFigures& mutable_figures(int32_t replica) { return table_[static_cast<size_t>(replica)].figures; }
   FleetObserver* fleet_observer() const { return fleet_observer_; }
   bool has_pending_arrival() const { return !pulled_.empty(); }
+  // True while `id` is dispatched again because its replica gave it back (lost, or drained
+  // with requeue): components that admit arrivals let it through as the request it was.
+  bool requeuing(RequestId id) const { return requeuing_ == id; }
   // Calls fn(id, route) for every live request (unordered: for counts only).
   template <typename Fn>
   void ForEachRoute(Fn&& fn) const {
@@ -460,6 +463,7 @@ class Simulation final : public EventHandler {
   std::unordered_map<RequestId, RouteInfo> routes_;           // live requests; lookup only
   std::map<RequestId, std::pair<int32_t, Request>> delayed_;  // routed, start delayed
   std::map<RequestId, GivingUp> giving_up_;  // given up by a lost replica, outcome to come
+  std::optional<RequestId> requeuing_;        // the request Requeue is dispatching
   TokenFn on_token_;
   std::function<void()> event_hook_;
   std::optional<SimTime> first_arrival_;
