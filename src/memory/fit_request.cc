@@ -46,6 +46,15 @@ Status ReadString(const YamlNode& node, Sourced<std::string>& out) {
   return Status::Ok();
 }
 
+// A size that narrows the catalog GPU's memory (an inventory that reports less).
+Status ReadGpuMemory(const YamlNode& node, Sourced<Bytes>& out) {
+  if (!node.present() || node.IsNull()) return Status::Ok();
+  FP_ASSIGN_OR_RETURN(Bytes b, node.AsBytes());
+  if (b.count() <= 0) return node.Error(fmt::format("expected a size above 0, got '{}'", node.Text()));
+  out.Set(b, OriginOf(node));
+  return Status::Ok();
+}
+
 Status ReadDType(const YamlNode& node, Sourced<DType>& out) {
   if (!node.present()) return Status::Ok();
   FP_ASSIGN_OR_RETURN(std::string name, node.AsString());
@@ -256,7 +265,10 @@ Expected<FitSpec> ReadFitScenario(const YamlDocument& doc, const std::string& po
   FP_RETURN_IF_ERROR(ReadModel(root["model"], spec));
   const YamlNode hardware = root["hardware"];
   FP_RETURN_IF_ERROR(CheckSection(hardware, keys::kHardware));
-  if (Has(hardware)) FP_RETURN_IF_ERROR(ReadString(hardware["gpu"], spec.gpu_name));
+  if (Has(hardware)) {
+    FP_RETURN_IF_ERROR(ReadString(hardware["gpu"], spec.gpu_name));
+    FP_RETURN_IF_ERROR(ReadGpuMemory(hardware["gpu_memory"], spec.gpu_memory));
+  }
   FP_RETURN_IF_ERROR(ReadDeployment(root["deployment"], pool_role, pool_origin, spec));
   FP_RETURN_IF_ERROR(ReadEngine(root["engine"], spec));
   spec.from_scenario = true;

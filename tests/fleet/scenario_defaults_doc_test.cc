@@ -578,6 +578,19 @@ const std::vector<NonConstant>& NonConstants() {
       {"model.spec", "—", NonConstant::kRequired, [] { ExpectRejected(Without(Minimal(), kModel), "model"); }},
       {"hardware.gpu", "required", NonConstant::kRequired,
        [] { ExpectRejected(Replace(Minimal(), kHardware, "hardware: {nodes: 1}\n"), "hardware.gpu"); }},
+      // The catalog GPU's memory, unless the inventory reports another.
+      {"hardware.gpu_memory", "the catalog's", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->fit.memory.gpu.memory, Catalog::Builtin().Gpu("h100-sxm-80g")->memory);
+         const Expected<Scenario> narrowed =
+             Load(Replace(Minimal(), kHardware, "hardware: {gpu: h100-sxm-80g, gpu_memory: 40GiB}\n"));
+         ASSERT_TRUE(narrowed.ok()) << narrowed.status().message();
+         EXPECT_EQ(narrowed->fit.memory.gpu.memory, GiB(40));
+         EXPECT_TRUE(HasNote(narrowed->derived, "gpu memory 40.00 GiB (42949672960 B) from hardware.gpu_memory (catalog: 79.65 GiB)"))
+             << fmt::format("{}", fmt::join(narrowed->derived, "\n"));
+       }},
       {"workload", "required", NonConstant::kRequired,
        [] { ExpectRejected(Without(Minimal(), kWorkload), "workload"); }},
       {"engine.adapters.size", "required when engine.adapters is given", NonConstant::kRequired,

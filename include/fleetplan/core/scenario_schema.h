@@ -19,8 +19,8 @@ inline const std::vector<std::string> kRoot = {"version", "name",     "seed",   
                                                "engine",  "router",   "workload", "slo",   "output",   "faults",
                                                "catalog", "admission", "autoscaling"};
 inline const std::vector<std::string> kModel = {"name", "spec", "weight_dtype", "kv_dtype", "kv_window", "max_context"};
-inline const std::vector<std::string> kHardware = {"gpu", "nodes", "gpus_per_node", "intra_node_link",
-                                                   "inter_node_link"};
+inline const std::vector<std::string> kHardware = {"gpu", "gpu_memory", "nodes", "gpus_per_node",
+                                                   "intra_node_link", "inter_node_link"};
 inline const std::vector<std::string> kDeployment = {"replicas", "tp",    "pp",
                                                      "ep",       "gpu_memory_utilization", "pools",
                                                      "disaggregation"};

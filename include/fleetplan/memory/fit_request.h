@@ -5,7 +5,7 @@
 //
 // From a scenario (spec/scenario-v1.yaml) fit reads only what it needs:
 //   model.{name | spec, weight_dtype, kv_dtype, kv_window, max_context}
-//   hardware.gpu
+//   hardware.{gpu, gpu_memory}
 //   deployment.{tp, pp, ep, gpu_memory_utilization}   (or one entry of deployment.pools)
 //   engine.kv.block_tokens
 //   engine.scheduler.{max_running -> concurrency, max_batched_tokens}
