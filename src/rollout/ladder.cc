@@ -144,42 +144,13 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
   }
   FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(s.evidence_file));
   FP_ASSIGN_OR_RETURN(EvidenceHeader h, ReadEvidenceHeader(bytes, s.evidence_file));
-  for (const auto& [kind, keys] : l.trust) {
-    if (kind != h.kind) continue;
-    // This kind must be signed by one of its trusted keys.
-    const std::string sig_path = s.evidence_file + ".sig";
-    auto sig_text = ReadFile(sig_path);
-    if (!sig_text.ok()) {
-      v.reason = fmt::format("{}: {} is not signed ({} missing); {} evidence must be signed by {}", s.name, s.evidence_file,
-                             sig_path, kind, keys.front().file);
-      return v;
-    }
-    const Json sig = Json::parse(*sig_text, nullptr, false);
-    std::string why = "not a signature document";
-    bool trusted = false;
-    for (const Ladder::TrustedKey& k : keys) {
-      if (sig.is_discarded()) break;
-      auto check = VerifyEvidence(bytes, sig, k.pem);
-      if (!check.ok()) {
-        why = check.status().message();
-        break;
-      }
-      if (check->valid && check->kind == h.kind) {
-        trusted = true;
-        v.detail["signed_by"] = check->key_id;
-        break;
-      }
-      why = check->valid ? fmt::format("signed as {} evidence", check->kind) : check->reason;
-    }
-    if (!trusted) {
-      v.reason = fmt::format("{}: {}'s signature is not trusted for {} evidence: {}", s.name, s.evidence_file, kind, why);
-      return v;
-    }
+  const SignatureVerdict sig = JudgeSignature(l.trust, h.kind, bytes, s.evidence_file);
+  if (!sig.trusted) {
+    v.reason = fmt::format("{}: {}", s.name, sig.reason);
+    return v;
   }
-  std::optional<int64_t> max_age;
-  for (const auto& [kind, age] : l.max_age_s) {
-    if (kind == h.kind) max_age = age;
-  }
+  if (!sig.signed_by.empty()) v.detail["signed_by"] = sig.signed_by;
+  const std::optional<int64_t> max_age = l.trust.MaxAgeOf(h.kind);
   const FreshnessVerdict fresh = JudgeFreshness(h, as_of, max_age, s.evidence_file);
   v.detail["evidence"] = FreshnessJson(h, fresh);
   if (h.kind != s.evidence_kind) {
@@ -270,32 +241,8 @@ Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name,
   FP_ASSIGN_OR_RETURN(l.candidate_revision, root["candidate"]["revision"].AsString());
   FP_ASSIGN_OR_RETURN(l.candidate_namespace, root["candidate"]["namespace"].StringOr(l.candidate_revision));
   FP_ASSIGN_OR_RETURN(l.baseline_revision, root["baseline"]["revision"].AsString());
-  if (root["max_age"].present() && !root["max_age"].IsNull()) {
-    FP_ASSIGN_OR_RETURN(auto entries, root["max_age"].Entries());
-    for (const auto& [kind, value] : entries) {
-      FP_ASSIGN_OR_RETURN(Duration d, value.AsDuration());
-      if (d <= Duration()) return value.Error("expected a maximum age > 0");
-      l.max_age_s.emplace_back(kind, d.ns() / 1'000'000'000);
-    }
-  }
-  if (root["trust"].present() && !root["trust"].IsNull()) {
-    FP_ASSIGN_OR_RETURN(auto entries, root["trust"].Entries());
-    for (const auto& [kind, value] : entries) {
-      FP_ASSIGN_OR_RETURN(std::vector<std::string> files, value.AsStringList());
-      if (files.empty()) return value.Error("expected at least one public key file");
-      std::vector<Ladder::TrustedKey> keys;
-      for (const std::string& f : files) {
-        const std::string path =
-            std::filesystem::path(f).is_absolute() || dir.empty() ? f : (std::filesystem::path(dir) / f).string();
-        auto pem = ReadFile(path);
-        if (!pem.ok()) return value.Error(pem.status().message());
-        auto id = KeyIdOfPublicPem(*pem);
-        if (!id.ok()) return value.Error(fmt::format("{}: {}", f, id.status().message()));
-        keys.push_back(Ladder::TrustedKey{f, *pem, *id});
-      }
-      l.trust.emplace_back(kind, std::move(keys));
-    }
-  }
+  FP_RETURN_IF_ERROR(ReadMaxAges(root["max_age"], l.trust));
+  FP_RETURN_IF_ERROR(ReadTrustedKeys(root["trust"], dir, l.trust));
   FP_RETURN_IF_ERROR(ReadStages(root["stages"], dir, l));
   return l;
 }
@@ -314,8 +261,8 @@ Status CheckLadderSignature(const Ladder& l, const std::string& signature_path, 
     return Status(StatusCode::kCheckFailed,
                   fmt::format("the ladder is signed as {} evidence, not as policy", check.kind));
   }
-  for (const auto& [kind, keys] : l.trust) {
-    for (const Ladder::TrustedKey& k : keys) {
+  for (const auto& [kind, keys] : l.trust.keys) {
+    for (const TrustedKey& k : keys) {
       if (k.key_id == check.key_id) {
         return Status(StatusCode::kCheckFailed,
                       fmt::format("the ladder is signed by {}, a key it trusts to sign {} evidence ({}): an evidence "

@@ -29,6 +29,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/yaml.h"
 #include "fleetplan/evidence/evidence.h"
+#include "fleetplan/evidence/trust.h"
 #include "fleetplan/rollout/compare.h"
 
 namespace fleetplan {
@@ -57,15 +58,9 @@ struct Ladder {
   std::string baseline_scenario;
   std::optional<YamlNode> candidate_where;
   bool accept_simulated = false;  // judge simulated canary evidence like measured evidence
-  std::vector<std::pair<std::string, int64_t>> max_age_s;  // per evidence kind
-  // trust: evidence kind -> the public keys (PEM text, with the file each came from) that
-  // may sign it. A kind listed here needs FILE.sig by one of them; unlisted kinds need none.
-  struct TrustedKey {
-    std::string file;
-    std::string pem;
-    std::string key_id;
-  };
-  std::vector<std::pair<std::string, std::vector<TrustedKey>>> trust;
+  // max_age (per evidence kind) and trust (kind -> the public keys that may sign it; a
+  // kind listed there needs FILE.sig by one of them): evidence/trust.h.
+  EvidenceTrust trust;
   std::vector<LadderStage> stages;
   std::string text;  // the ladder's bytes (its own signature covers them)
 };
