@@ -27,20 +27,16 @@ constexpr double kMaxFleetReplicas = 1e7;
 // Requests sampled from the workload to measure its mean prompt and output lengths.
 constexpr int64_t kShapeSample = 4000;
 
-struct WorkloadShape {
-  double prompt_tokens = 0;
-  double output_tokens = 0;
-  int64_t sampled = 0;
-};
+}  // namespace
 
-Expected<WorkloadShape> MeasureShape(const FleetPlan& plan, const YamlNode& where) {
-  if (plan.workload.mode == ArrivalMode::kClosedLoop) {
+Expected<WorkloadShape> MeasureShape(const WorkloadSpec& workload, uint64_t seed, const YamlNode& where) {
+  if (workload.mode == ArrivalMode::kClosedLoop) {
     return where.Error("capacity sizes for a demand rate; the scenario's workload is closed-loop (give it "
                        "workload.arrival)");
   }
   SourceLimits limits;
   limits.requests = kShapeSample;
-  FP_ASSIGN_OR_RETURN(auto source, MakeRequestSource(plan.workload, plan.seed, limits));
+  FP_ASSIGN_OR_RETURN(auto source, MakeRequestSource(workload, seed, limits));
   WorkloadShape s;
   for (;;) {
     FP_ASSIGN_OR_RETURN(std::optional<Request> r, source->Next());
@@ -54,6 +50,12 @@ Expected<WorkloadShape> MeasureShape(const FleetPlan& plan, const YamlNode& wher
   s.output_tokens /= static_cast<double>(s.sampled);
   return s;
 }
+
+Expected<WorkloadShape> MeasureShape(const FleetPlan& plan, const YamlNode& where) {
+  return MeasureShape(plan.workload, plan.seed, where);
+}
+
+namespace {
 
 // The tightest per-token latency objective of any class (tpot or itl_max), if any.
 std::optional<Duration> TightestTokenObjective(const SloSpec& slo) {

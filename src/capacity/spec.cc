@@ -262,27 +262,10 @@ Json CapacitySpec::Describe() const {
   return j;
 }
 
-Expected<CapacitySpec> LoadCapacitySpecText(std::string_view text, std::string display_name, std::string dir) {
-  CapacitySpec s;
-  s.display_name = display_name;
-  s.dir = dir;
-  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
-  s.document = std::make_shared<const YamlDocument>(std::move(doc));
-  const YamlNode root = s.document->root();
-  if (!root.IsMap()) return root.Error("expected a capacity spec mapping (version, scenario, demand, ...): docs/capacity.md");
-  FP_RETURN_IF_ERROR(root.CheckKeys(kSpecKeys));
-  FP_RETURN_IF_ERROR(root["version"].RequirePresent());
-  FP_ASSIGN_OR_RETURN(int64_t version, root["version"].AsInt());
-  if (version != 1) {
-    return root["version"].Error(fmt::format("unsupported capacity spec version {}; this fleetplan reads version 1", version));
-  }
-  // `scenario: FILE`, `scenario: {builtin: atlas}`, or `builtin: atlas` beside the other keys.
-  if (root["builtin"].present()) {
-    if (root["scenario"].present()) return root["builtin"].Error("give either scenario or builtin, not both");
-    FP_RETURN_IF_ERROR(ReadScenario(root["builtin"], true, dir, s));
-  } else {
-    FP_RETURN_IF_ERROR(ReadScenario(root["scenario"], false, dir, s));
-  }
+namespace {
+
+// Every key but the scenario's, from `root` into `s`.
+Status ReadSpecBody(const YamlNode& root, CapacitySpec& s) {
   FP_RETURN_IF_ERROR(ReadDemand(root["demand"], s));
   FP_RETURN_IF_ERROR(ReadDomains(root["domains"], s));
   FP_RETURN_IF_ERROR(root["survive"].RequirePresent());
@@ -301,7 +284,53 @@ Expected<CapacitySpec> LoadCapacitySpecText(std::string_view text, std::string d
   }
   FP_RETURN_IF_ERROR(ReadLayouts(root["layouts"], s));
   FP_RETURN_IF_ERROR(ReadVerify(root["verify"], s));
+  return Status::Ok();
+}
+
+Status CheckRoot(const YamlNode& root) {
+  if (!root.IsMap()) return root.Error("expected a capacity spec mapping (version, scenario, demand, ...): docs/capacity.md");
+  FP_RETURN_IF_ERROR(root.CheckKeys(kSpecKeys));
+  FP_RETURN_IF_ERROR(root["version"].RequirePresent());
+  FP_ASSIGN_OR_RETURN(int64_t version, root["version"].AsInt());
+  if (version != 1) {
+    return root["version"].Error(fmt::format("unsupported capacity spec version {}; this fleetplan reads version 1", version));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<CapacitySpec> LoadCapacitySpecText(std::string_view text, std::string display_name, std::string dir) {
+  CapacitySpec s;
+  s.display_name = display_name;
+  s.dir = dir;
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
+  s.document = std::make_shared<const YamlDocument>(std::move(doc));
+  const YamlNode root = s.document->root();
+  FP_RETURN_IF_ERROR(CheckRoot(root));
+  // `scenario: FILE`, `scenario: {builtin: atlas}`, or `builtin: atlas` beside the other keys.
+  if (root["builtin"].present()) {
+    if (root["scenario"].present()) return root["builtin"].Error("give either scenario or builtin, not both");
+    FP_RETURN_IF_ERROR(ReadScenario(root["builtin"], true, dir, s));
+  } else {
+    FP_RETURN_IF_ERROR(ReadScenario(root["scenario"], false, dir, s));
+  }
+  FP_RETURN_IF_ERROR(ReadSpecBody(root, s));
   FP_ASSIGN_OR_RETURN(s.digest, DigestOfJson(Json{{"spec", DigestOf(text)}, {"scenario", s.base.base_digest}}));
+  return s;
+}
+
+Expected<CapacitySpec> CapacitySpecOf(std::shared_ptr<const YamlDocument> doc, SweepSpec base, std::string dir,
+                                      std::string digest) {
+  CapacitySpec s;
+  s.display_name = doc->display_name();
+  s.dir = std::move(dir);
+  s.document = std::move(doc);
+  s.base = std::move(base);
+  const YamlNode root = s.document->root();
+  FP_RETURN_IF_ERROR(CheckRoot(root));
+  FP_RETURN_IF_ERROR(ReadSpecBody(root, s));
+  s.digest = std::move(digest);
   return s;
 }
 

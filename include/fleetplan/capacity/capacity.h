@@ -26,8 +26,21 @@
 #include "fleetplan/capacity/spec.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
+#include "fleetplan/core/yaml.h"
+#include "fleetplan/fleet/fleet_plan.h"
 
 namespace fleetplan {
+
+// The workload's mean request: prompt and output tokens over the first requests the
+// scenario's workload draws (its seed), as capacity sizes the prompt, decode and
+// concurrency requirements. Errors (located at `where`): a closed-loop workload, none drawn.
+struct WorkloadShape {
+  double prompt_tokens = 0;
+  double output_tokens = 0;
+  int64_t sampled = 0;
+};
+Expected<WorkloadShape> MeasureShape(const WorkloadSpec& workload, uint64_t seed, const YamlNode& where);
+Expected<WorkloadShape> MeasureShape(const FleetPlan& plan, const YamlNode& where);  // its workload and seed
 
 // One resource's need, expressed as replicas.
 struct DimensionRequirement {

@@ -102,5 +102,11 @@ inline constexpr double kHoursPerMonth = 730;
 
 Expected<CapacitySpec> LoadCapacitySpec(const std::string& path);
 Expected<CapacitySpec> LoadCapacitySpecText(std::string_view text, std::string display_name, std::string dir);
+// A spec composed by a program (the plan: docs/plan.md): `doc` holds every key but the
+// scenario (each value located where it was written, see YamlDocument::WithOverrides), and
+// `base` is the scenario already read as a sweep base with its overrides. `digest` is the
+// identity the caller gives it.
+Expected<CapacitySpec> CapacitySpecOf(std::shared_ptr<const YamlDocument> doc, SweepSpec base, std::string dir,
+                                      std::string digest);
 
 }  // namespace fleetplan
