@@ -42,6 +42,7 @@ Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   RegisterCapacityVerb(app, action);
   RegisterEvidenceVerb(app, action);
   RegisterRolloutVerb(app, action);
+  RegisterPlanVerb(app, action);
   RegisterGateVerb(app, action);
   RegisterServeVerb(app, action);
 

@@ -32,6 +32,7 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action);
 void RegisterCapacityVerb(CLI::App& app, VerbAction& action);
 void RegisterEvidenceVerb(CLI::App& app, VerbAction& action);
 void RegisterRolloutVerb(CLI::App& app, VerbAction& action);
+void RegisterPlanVerb(CLI::App& app, VerbAction& action);
 
 // Parses and runs one command line and returns the verb's Status (its code is the exit
 // code) without printing it; --help and --version print to `out` and return Ok. The

@@ -1,0 +1,22 @@
+# Writes a C++ source holding the bytes of every file under DIR (sorted, relative names),
+# for `fleetplan plan --print-bundle` and the built-in bundle:
+#   cmake -DDIR=... -DOUT=... -DSYMBOL=... -P embed_files.cmake
+file(GLOB_RECURSE files RELATIVE "${DIR}" "${DIR}/*")
+list(SORT files)
+set(body "// Generated from ${DIR} by cmake/embed_files.cmake; do not edit.\n#include <array>\n#include <string_view>\n#include <utility>\n\nnamespace fleetplan {\n")
+set(entries "")
+set(i 0)
+foreach(f IN LISTS files)
+  file(READ "${DIR}/${f}" hex HEX)
+  string(LENGTH "${hex}" n)
+  math(EXPR bytes "${n} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," chars "${hex}")
+  string(APPEND body "static const char kFile${i}[] = {${chars} 0};\n")
+  string(APPEND entries "    {\"${f}\", std::string_view(kFile${i}, ${bytes})},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nstd::span<const std::pair<std::string_view, std::string_view>> ${SYMBOL}() {\n  static const std::pair<std::string_view, std::string_view> files[] = {\n${entries}  };\n  return files;\n}\n\n}  // namespace fleetplan\n")
+string(REPLACE "#include <utility>" "#include <span>\n#include <utility>" body "${body}")
+file(WRITE "${OUT}.tmp" "${body}")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+file(REMOVE "${OUT}.tmp")

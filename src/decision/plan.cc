@@ -1,0 +1,207 @@
+#include "fleetplan/decision/plan.h"
+
+#include <fmt/format.h>
+
+#include "decision/sensitivity.h"
+#include "decision/steps.h"
+#include "fleetplan/core/digest.h"
+
+namespace fleetplan {
+namespace {
+
+using decision::Checks;
+
+// What every step produced, for the decision, the JSON and the text.
+struct Steps {
+  decision::InputsOutcome inputs;
+  decision::RequirementsOutcome requirements;
+  std::optional<decision::ComposedDeployment> deployment;
+  decision::LayoutOutcome layout;
+  std::vector<CapacitySpec> specs;
+  std::optional<decision::CapacityOutcome> capacity;
+  std::optional<decision::SimulationOutcome> simulation;
+  decision::GatesOutcome gates;
+  decision::RolloutOutcome rollout;
+  Checks checks;  // every check, in step order
+};
+
+std::vector<std::string> MissingKinds(const PlanBundle& b) {
+  std::vector<std::string> missing;
+  for (const std::string& kind : b.policy.required_kinds) {
+    if (b.EvidenceOf(kind) == nullptr) missing.push_back(kind);
+  }
+  for (const char* kind : {"inventory", "price", "benchmark", "workload"}) {
+    if (b.EvidenceOf(kind) == nullptr && std::find(missing.begin(), missing.end(), kind) == missing.end()) {
+      missing.emplace_back(kind);
+    }
+  }
+  return missing;
+}
+
+Status RunFleetSteps(const PlanBundle& b, const PlanOptions& o, Steps& s) {
+  const std::vector<std::string> missing = MissingKinds(b);
+  if (!missing.empty()) {
+    s.layout.checks.push_back(decision::NotRun("fit", fmt::format("no {} evidence", fmt::join(missing, ", "))));
+    return Status::Ok();
+  }
+  if (!s.requirements.coverage_ok) {
+    s.layout.checks.push_back(decision::NotRun("fit", "the workload evidence does not cover the policy's classes"));
+    return Status::Ok();
+  }
+  if (o.on_step) o.on_step("layout");
+  FP_ASSIGN_OR_RETURN(s.deployment, decision::ComposeDeployment(b));
+  FP_ASSIGN_OR_RETURN(s.layout, decision::RankLayouts(b, *s.deployment));
+  if (s.layout.candidates.empty()) return Status::Ok();
+  if (o.on_step) o.on_step("capacity");
+  FP_ASSIGN_OR_RETURN(s.specs, decision::CapacitySpecs(b, *s.deployment, s.layout));
+  FP_ASSIGN_OR_RETURN(s.capacity, decision::SizeFleet(s.specs, true));
+  const LayoutCapacity* chosen = s.capacity->Chosen();
+  if (chosen == nullptr) return Status::Ok();
+  if (o.on_step) o.on_step("simulation");
+  FP_ASSIGN_OR_RETURN(s.simulation, decision::SimulateFleet(b, *s.deployment, *chosen));
+  return Status::Ok();
+}
+
+void Append(Checks& all, const Checks& more) { all.insert(all.end(), more.begin(), more.end()); }
+
+std::string Summary(const PlanBundle& b, const Steps& s, GateDecision release) {
+  std::vector<std::string> parts;
+  if (s.capacity && s.capacity->Chosen() != nullptr) {
+    const LayoutCapacity& lc = *s.capacity->Chosen();
+    const CapacitySpec& spec = s.specs[*s.capacity->chosen];
+    std::vector<std::string> per_domain;
+    for (size_t i = 0; i < spec.domains.size() && i < lc.per_domain.size(); ++i) {
+      per_domain.push_back(fmt::format("{} {}", spec.domains[i].name, lc.per_domain[i]));
+    }
+    const int64_t per_node = s.deployment->gpus_per_node / std::max<int64_t>(1, lc.gpus_per_replica);
+    parts.push_back(fmt::format("{} on {} ({} per {}-GPU node), {} replicas across {} domains ({}) surviving {}, "
+                                "${:.2f}/h (${:.0f}/month), {} routing",
+                                lc.layout.Name(), s.deployment->gpu, per_node, s.deployment->gpus_per_node, lc.replicas,
+                                spec.domains.size(), fmt::join(per_domain, ", "), SurviveRuleName(spec.survive),
+                                lc.cost.per_hour, lc.cost.per_month,
+                                b.deployment.document->root()["router"]["policy"].Text()));
+  }
+  for (const std::string& a : s.gates.advancing) parts.push_back(fmt::format("{} advances to staging", a));
+  if (s.rollout.decision != "none") {
+    parts.push_back(fmt::format("rollout {} at {} ({:g}% traffic)", s.rollout.decision, s.rollout.stage,
+                                s.rollout.traffic * 100));
+  }
+  return fmt::format("release {}: {}", GateDecisionName(release), parts.empty() ? "no fleet was sized" : fmt::format("{}", fmt::join(parts, "; ")));
+}
+
+Json BoundInputs(const Json& inputs) {
+  Json out = Json::array();
+  for (const Json& i : inputs) {
+    out.push_back({{"name", i["name"]}, {"kind", i["kind"]}, {"revision", i["revision"]},
+                   {"content_digest", i["content_digest"]}});
+  }
+  return out;
+}
+
+Expected<std::pair<Json, Json>> Sensitivity(const PlanBundle& b, const PlanOptions& o, const Steps& s) {
+  Json results = Json::array();
+  Json triggers = Json::array();
+  if (!o.sensitivity || !s.capacity || s.capacity->Chosen() == nullptr || !s.simulation) return std::make_pair(results, triggers);
+  if (o.on_step) o.on_step("sensitivity");
+  decision::PerturbationInput in{&b, &s.specs, &*s.capacity, &*s.simulation};
+  for (const SensitivityAsk& ask : b.policy.sensitivity) {
+    const PerturbationRow* row = FindPerturbation(ask.name);
+    FP_ASSIGN_OR_RETURN(decision::PerturbationOutcome r, row->run(in, ask.size));
+    results.push_back(r.json);
+    if (r.trigger) triggers.push_back(*r.trigger);
+  }
+  return std::make_pair(results, triggers);
+}
+
+std::string PlanText(const Json& plan) {
+  std::string t = fmt::format("plan {} at {}\n{}\n", plan["name"].get<std::string>(), plan["as_of"].get<std::string>(),
+                              plan["decision"]["summary"].get<std::string>());
+  t += "\ndeciding reasons:\n";
+  for (const Json& r : plan["decision"]["reasons"]) {
+    t += fmt::format("  {:<5} {}: {}\n", r["decision"].get<std::string>(), r["name"].get<std::string>(),
+                     r["reason"].get<std::string>());
+  }
+  t += "\nchecks:\n";
+  for (const Json& r : plan["checks"]) {
+    t += fmt::format("  {:<5} {}: {}\n", r["decision"].get<std::string>(), r["name"].get<std::string>(),
+                     r["reason"].get<std::string>());
+  }
+  if (!plan["review_triggers"].empty()) {
+    t += "\nreview triggers (what would reopen this decision):\n";
+    for (const Json& r : plan["review_triggers"]) t += fmt::format("  - {}\n", r["trigger"].get<std::string>());
+  }
+  t += fmt::format("\ninputs ({}):\n", plan["inputs"].size());
+  for (const Json& i : plan["inputs"]) {
+    const std::string fresh = i.contains("freshness") ? i["freshness"]["freshness"].get<std::string>() : "-";
+    t += fmt::format("  {:<22} {:<15} {:<8} {}\n", i["name"].get<std::string>(), i["kind"].get<std::string>(), fresh,
+                     i["content_digest"].get<std::string>().substr(0, 19));
+  }
+  t += fmt::format("\ndigest: {}\n", plan["digest"].get<std::string>());
+  return t;
+}
+
+}  // namespace
+
+const std::vector<std::string>& PlanSteps() {
+  static const std::vector<std::string> steps = {"inputs", "requirements", "layout", "capacity", "simulation",
+                                                 "gates",  "rollout",      "sensitivity"};
+  return steps;
+}
+
+Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
+  Steps s;
+  if (o.on_step) o.on_step("inputs");
+  FP_ASSIGN_OR_RETURN(s.inputs, decision::JudgeInputs(b, o.as_of, o.policy_key_pem));
+  if (o.on_step) o.on_step("requirements");
+  FP_ASSIGN_OR_RETURN(s.requirements, decision::JudgeRequirements(b));
+  FP_RETURN_IF_ERROR(RunFleetSteps(b, o, s));
+  if (o.on_step) o.on_step("gates");
+  FP_ASSIGN_OR_RETURN(s.gates, decision::RunGates(b));
+  if (o.on_step) o.on_step("rollout");
+  FP_ASSIGN_OR_RETURN(s.rollout, decision::RunRollout(b, o.as_of, o.policy_key_pem, s.inputs.inputs, s.inputs.checks));
+
+  for (const Checks* c : {&s.inputs.checks, &s.requirements.checks, &s.layout.checks}) Append(s.checks, *c);
+  if (s.capacity) Append(s.checks, s.capacity->checks);
+  if (s.simulation) Append(s.checks, s.simulation->checks);
+  Append(s.checks, s.gates.checks);
+  Append(s.checks, s.rollout.checks);
+  PlanResult out;
+  out.release = Combine(s.checks);
+  Json reasons = Json::array();
+  for (const GateCheck& c : s.checks) {
+    if (out.release == GateDecision::kPass || c.decision != GateDecision::kPass) reasons.push_back(ToJson(c));
+  }
+  Json decision = {{"release", GateDecisionName(out.release)},
+                   {"summary", Summary(b, s, out.release)},
+                   {"stage", s.rollout.decision == "none" ? Json(nullptr)
+                                                          : Json{{"name", s.rollout.stage},
+                                                                 {"traffic", s.rollout.traffic},
+                                                                 {"rollout", s.rollout.decision}}},
+                   {"advancing", s.gates.advancing},
+                   {"reasons", reasons}};
+  FP_ASSIGN_OR_RETURN(std::string digest, DigestOfJson(Json{{"inputs", BoundInputs(s.inputs.inputs)}, {"decision", decision}}));
+  FP_ASSIGN_OR_RETURN(auto sensitivity, Sensitivity(b, o, s));
+  Json plan = {{"kind", "fleetplan-plan"},
+               {"version", 1},
+               {"name", b.name},
+               {"as_of", FormatUtcTime(o.as_of)},
+               {"digest", digest},
+               {"digest_covers", "the canonical JSON of {inputs: [{name, kind, revision, content_digest}], decision}"},
+               {"inputs", s.inputs.inputs},
+               {"decision", decision},
+               {"checks", ToJson(s.checks)},
+               {"coverage", s.requirements.coverage},
+               {"controls", s.requirements.controls},
+               {"layout", s.layout.json},
+               {"capacity", s.capacity ? s.capacity->json : Json(nullptr)},
+               {"simulation", s.simulation ? s.simulation->json : Json(nullptr)},
+               {"gates", s.gates.json},
+               {"rollout", s.rollout.json},
+               {"sensitivity", sensitivity.first},
+               {"review_triggers", sensitivity.second}};
+  out.text = PlanText(plan);
+  out.json = std::move(plan);
+  return out;
+}
+
+}  // namespace fleetplan

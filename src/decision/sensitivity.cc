@@ -1,0 +1,261 @@
+#include "decision/sensitivity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+namespace fleetplan::decision {
+namespace {
+
+// Bisection steps of a threshold search: the answer is within 2^-10 of the searched span.
+constexpr int kSearchSteps = 10;
+
+// The part of a decision a capacity perturbation can change.
+struct Sizing {
+  bool ok = false;
+  std::string layout;
+  int64_t replicas = 0;
+  int64_t gpus = 0;
+  double per_month = 0;
+  bool within_budget = true;
+
+  bool SameDecision(const Sizing& o) const {
+    return ok == o.ok && layout == o.layout && replicas == o.replicas && within_budget == o.within_budget;
+  }
+  std::string Text() const {
+    if (!ok) return "no fleet survives the required loss";
+    return fmt::format("{} x {} ({} GPUs, ${:.0f}/month{})", replicas, layout, gpus, per_month,
+                       within_budget ? "" : ", over budget");
+  }
+  Json ToJson() const {
+    return {{"sized", ok}, {"layout", layout}, {"replicas", replicas}, {"gpus", gpus},
+            {"per_month", RoundForReport(per_month, 6)}, {"within_budget", within_budget}};
+  }
+};
+
+Sizing SizingOf(const CapacityOutcome& c) {
+  Sizing s;
+  const LayoutCapacity* lc = c.Chosen();
+  if (lc == nullptr || !lc->ok) return s;
+  s.ok = true;
+  s.layout = lc->layout.Name();
+  s.replicas = lc->replicas;
+  s.gpus = lc->gpus;
+  s.per_month = lc->cost.per_month;
+  s.within_budget = lc->within_budget;
+  return s;
+}
+
+using Mutation = std::function<void(CapacitySpec&)>;
+
+Expected<Sizing> SizeWith(const PerturbationInput& in, const Mutation& mutate) {
+  std::vector<CapacitySpec> specs = *in.specs;
+  for (CapacitySpec& s : specs) mutate(s);
+  FP_ASSIGN_OR_RETURN(CapacityOutcome c, SizeFleet(specs, false));
+  return SizingOf(c);
+}
+
+// The smallest x in (lo, hi] whose decision differs from the one at lo, when the one at hi
+// does (the decision is assumed to change once over the span, as demand and price do).
+Expected<double> FirstChange(const PerturbationInput& in, const Sizing& base, double lo, double hi,
+                             const std::function<Mutation(double)>& at) {
+  for (int i = 0; i < kSearchSteps; ++i) {
+    const double mid = (lo + hi) / 2;
+    FP_ASSIGN_OR_RETURN(Sizing s, SizeWith(in, at(mid)));
+    (s.SameDecision(base) ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+Expected<double> ReadFactor(const YamlNode& v) {
+  FP_ASSIGN_OR_RETURN(std::string text, v.AsString());
+  if (text.empty() || text.back() != 'x') return v.Error(fmt::format("expected a factor such as 2x, got '{}'", text));
+  auto doc = YamlDocument::LoadString(text.substr(0, text.size() - 1), "factor");
+  if (doc.ok()) {
+    auto f = doc->root().AsDouble();
+    if (f.ok() && *f > 1 && *f <= 100) return *f;
+  }
+  return v.Error(fmt::format("expected a factor above 1x and at most 100x, got '{}'", text));
+}
+
+Expected<double> ReadShare(const YamlNode& v) {
+  FP_ASSIGN_OR_RETURN(std::string text, v.AsString());
+  if (text.empty() || text.back() != '%') return v.Error(fmt::format("expected a percentage such as 30%, got '{}'", text));
+  auto doc = YamlDocument::LoadString(text.substr(0, text.size() - 1), "share");
+  if (doc.ok()) {
+    auto p = doc->root().AsDouble();
+    if (p.ok() && *p > 0 && *p < 100) return *p / 100;
+  }
+  return v.Error(fmt::format("expected a percentage above 0% and below 100%, got '{}'", text));
+}
+
+double TotalPeak(const CapacitySpec& s) {
+  double t = 0;
+  for (const RegionDemand& r : s.demand) t += r.peak.per_second;
+  return t;
+}
+
+Expected<PerturbationOutcome> PeakTraffic(const PerturbationInput& in, double factor) {
+  const Sizing base = SizingOf(*in.capacity);
+  auto scaled = [](double f) -> Mutation {
+    return [f](CapacitySpec& s) {
+      for (RegionDemand& r : s.demand) r.peak.per_second *= f;
+    };
+  };
+  FP_ASSIGN_OR_RETURN(Sizing at, SizeWith(in, scaled(factor)));
+  PerturbationOutcome out;
+  const double peak = TotalPeak(in.specs->front());
+  out.json = {{"name", "peak_traffic"}, {"size", fmt::format("{:g}x", factor)}, {"baseline", base.ToJson()},
+              {"perturbed", at.ToJson()}, {"changes", !at.SameDecision(base)},
+              {"change", fmt::format("sustained peak x{:g} ({:g}/s): {}", factor, peak * factor, at.Text())}};
+  if (at.SameDecision(base)) return out;
+  FP_ASSIGN_OR_RETURN(double threshold, FirstChange(in, base, 1, factor, scaled));
+  FP_ASSIGN_OR_RETURN(Sizing next, SizeWith(in, scaled(threshold)));
+  out.json["threshold"] = {{"factor", RoundForReport(threshold, 4)}, {"peak_per_s", RoundForReport(peak * threshold, 4)}};
+  out.trigger = Json{{"perturbation", "peak_traffic"},
+                     {"threshold", RoundForReport(peak * threshold, 4)},
+                     {"unit", "requests/s"},
+                     {"trigger", fmt::format("a sustained peak above {:.1f}/s (x{:.3f} the declared {:g}/s) needs {}", peak * threshold,
+                                             threshold, peak, next.Text())},
+                     {"evidence", "workload: a measured peak or trace above the threshold"}};
+  return out;
+}
+
+Expected<PerturbationOutcome> GpuPrice(const PerturbationInput& in, double share) {
+  const Sizing base = SizingOf(*in.capacity);
+  auto priced = [](double f) -> Mutation {
+    return [f](CapacitySpec& s) {
+      s.price.on_demand_per_gpu_hour *= f;
+      if (s.price.committed) s.price.committed->per_gpu_hour *= f;
+    };
+  };
+  FP_ASSIGN_OR_RETURN(Sizing up, SizeWith(in, priced(1 + share)));
+  FP_ASSIGN_OR_RETURN(Sizing down, SizeWith(in, priced(1 - share)));
+  PerturbationOutcome out;
+  const bool changes = !up.SameDecision(base) || !down.SameDecision(base);
+  out.json = {{"name", "gpu_price"}, {"size", fmt::format("{:g}%", share * 100)}, {"baseline", base.ToJson()},
+              {"perturbed", {{"up", up.ToJson()}, {"down", down.ToJson()}}}, {"changes", changes},
+              {"change", fmt::format("price +{0:g}%: {1}; -{0:g}%: {2}", share * 100, up.Text(), down.Text())}};
+  const std::optional<double> budget = in.specs->front().budget_per_month;
+  if (!budget || !base.ok || base.per_month <= 0) return out;
+  // Every price scales the fleet's cost by the same factor, so the budget breaks exactly at
+  // budget / cost.
+  const double factor = *budget / base.per_month;
+  out.json["threshold"] = {{"price_factor", RoundForReport(factor, 4)}};
+  out.trigger = Json{{"perturbation", "gpu_price"},
+                     {"threshold", RoundForReport(factor, 4)},
+                     {"unit", "x the declared GPU price"},
+                     {"trigger", fmt::format("GPU prices {:+.1f}% or more put the fleet ({}) over the ${:.0f}/month budget",
+                                             (factor - 1) * 100, base.Text(), *budget)},
+                     {"evidence", "price: a new price sheet or committed-use quote"}};
+  return out;
+}
+
+Expected<PerturbationOutcome> DomainSmaller(const PerturbationInput& in, double share) {
+  const Sizing base = SizingOf(*in.capacity);
+  const std::vector<FailureDomain>& domains = in.specs->front().domains;
+  size_t largest = 0;
+  for (size_t i = 1; i < domains.size(); ++i) {
+    if (domains[i].gpus > domains[largest].gpus) largest = i;
+  }
+  const FailureDomain& d = domains[largest];
+  auto shrunk = [largest, full = d.gpus](double keep) -> Mutation {
+    return [=](CapacitySpec& s) {
+      s.domains[largest].gpus = static_cast<int64_t>(std::floor(static_cast<double>(full) * keep));
+    };
+  };
+  FP_ASSIGN_OR_RETURN(Sizing at, SizeWith(in, shrunk(1 - share)));
+  PerturbationOutcome out;
+  const auto left = static_cast<int64_t>(std::floor(static_cast<double>(d.gpus) * (1 - share)));
+  out.json = {{"name", "domain_smaller"}, {"size", fmt::format("{:g}%", share * 100)}, {"domain", d.name},
+              {"baseline", base.ToJson()}, {"perturbed", at.ToJson()}, {"changes", !at.SameDecision(base)},
+              {"change", fmt::format("{} with {} of its {} GPUs: {}", d.name, left, d.gpus, at.Text())}};
+  if (at.SameDecision(base)) return out;
+  // Search the kept share from 1 down: FirstChange searches upward, so search the lost share.
+  auto lost = [&](double x) { return shrunk(1 - x); };
+  FP_ASSIGN_OR_RETURN(double threshold, FirstChange(in, base, 0, share, lost));
+  const auto gpus = static_cast<int64_t>(std::floor(static_cast<double>(d.gpus) * (1 - threshold)));
+  FP_ASSIGN_OR_RETURN(Sizing next, SizeWith(in, shrunk(1 - threshold)));
+  out.json["threshold"] = {{"gpus", gpus}};
+  out.trigger = Json{{"perturbation", "domain_smaller"},
+                     {"threshold", gpus},
+                     {"unit", fmt::format("GPUs in {}", d.name)},
+                     {"trigger", fmt::format("{} offering {} GPUs or fewer (of {}) changes the fleet to {}", d.name, gpus, d.gpus,
+                                             next.Text())},
+                     {"evidence", "inventory: a new export of the domain's GPUs"}};
+  return out;
+}
+
+// The tightest objective a class still meets at its target, from the simulated requests:
+// the k-th smallest TTFT of the requests that meet every other objective, k = ceil(target n).
+std::optional<double> TightestTtft(const ClassTtft& c) {
+  std::vector<double> eligible;
+  for (const TtftSample& s : c.samples) {
+    if (s.others_met) eligible.push_back(s.ttft_ms);
+  }
+  const auto n = static_cast<double>(c.samples.size());
+  const auto k = static_cast<size_t>(std::ceil(c.target * n - 1e-9));
+  if (c.samples.empty() || k == 0 || k > eligible.size()) return std::nullopt;
+  std::nth_element(eligible.begin(), eligible.begin() + static_cast<std::ptrdiff_t>(k - 1), eligible.end());
+  return eligible[k - 1];
+}
+
+Expected<PerturbationOutcome> TtftTightened(const PerturbationInput& in, double share) {
+  PerturbationOutcome out;
+  Json classes = Json::array();
+  bool changes = false;
+  Json tightest_class;
+  double least_margin = std::numeric_limits<double>::infinity();
+  for (const ClassTtft& c : in.simulation->ttft) {
+    const std::optional<double> tightest = TightestTtft(c);
+    const double tightened = c.objective_ms * (1 - share);
+    const bool holds = tightest && *tightest <= tightened;
+    changes = changes || !holds;
+    classes.push_back({{"class", c.name}, {"objective_ms", c.objective_ms}, {"tightened_ms", RoundForReport(tightened, 6)},
+                       {"tightest_met_ms", tightest ? Json(RoundForReport(*tightest, 6)) : Json()}, {"still_met", holds}});
+    if (tightest && *tightest / c.objective_ms < least_margin) {
+      least_margin = *tightest / c.objective_ms;
+      tightest_class = {{"class", c.name}, {"ms", RoundForReport(*tightest, 6)}, {"target", c.target},
+                        {"objective_ms", c.objective_ms}};
+    }
+  }
+  out.json = {{"name", "ttft_tightened"}, {"size", fmt::format("{:g}%", share * 100)}, {"classes", classes},
+              {"changes", changes},
+              {"change", changes ? fmt::format("a TTFT objective {:g}% tighter is missed at peak on this fleet", share * 100)
+                                 : fmt::format("every TTFT objective {:g}% tighter is still met at peak", share * 100)}};
+  if (tightest_class.is_null()) return out;
+  const double ms = tightest_class["ms"].get<double>();
+  out.trigger = Json{{"perturbation", "ttft_tightened"},
+                     {"threshold", ms},
+                     {"unit", fmt::format("ms TTFT ({})", tightest_class["class"].get<std::string>())},
+                     {"trigger", fmt::format("a {} TTFT objective below {:.1f} ms (now {:g} ms) is missed at {:g} attainment "
+                                             "on this fleet at peak",
+                                             tightest_class["class"].get<std::string>(), ms,
+                                             tightest_class["objective_ms"].get<double>(), tightest_class["target"].get<double>())},
+                     {"evidence", "policy: a tighter objective; benchmark: a slower measured prefill"}};
+  return out;
+}
+
+}  // namespace
+
+const std::vector<PerturbationRow>& PerturbationRows() {
+  static const std::vector<PerturbationRow> rows = {
+      {"peak_traffic", "every region's peak demand times the factor (e.g. 2x), sustained", ReadFactor, PeakTraffic},
+      {"gpu_price", "the GPU's on-demand and committed prices up and down by the share (e.g. 30%)", ReadShare, GpuPrice},
+      {"domain_smaller", "the largest failure domain offers the share fewer GPUs (e.g. 25%)", ReadShare, DomainSmaller},
+      {"ttft_tightened", "every TTFT objective tighter by the share (e.g. 25%), judged on the simulated requests", ReadShare,
+       TtftTightened},
+  };
+  return rows;
+}
+
+const PerturbationRow* FindPerturbation(std::string_view name) {
+  for (const PerturbationRow& r : PerturbationRows()) {
+    if (name == r.name) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace fleetplan::decision
