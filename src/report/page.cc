@@ -32,6 +32,13 @@ svg .axes{fill:none;stroke:#9aa3b2;stroke-width:1}
 .verdict{font-size:15px;padding:8px 12px;border-radius:4px;background:#eef4fb;border-left:4px solid #0072b2}
 .bad{border-left-color:#d55e00;background:#fbf0ea}
 .good{border-left-color:#009e73;background:#eaf7f2}
+.warn{border-left-color:#e69f00;background:#fdf5e6}
+.release{font-size:34px;font-weight:700;letter-spacing:1px;padding:10px 16px;margin:4px 0 10px}
+.badge{display:inline-block;white-space:nowrap;min-width:36px;text-align:center;padding:1px 6px;border-radius:3px;font-size:12px;font-weight:600;color:#ffffff;background:#7f7f7f}
+.badge.pass{background:#007a5a}
+.badge.fail{background:#c0450a}
+.badge.hold{background:#9a6400}
+tr.at td{background:#fdf0c8;font-weight:600}
 .muted{color:#5b6474;font-size:13px}
 ul.notes{font-size:13px;columns:2}
 code{font-size:12px;word-break:break-all}

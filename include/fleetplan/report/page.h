@@ -17,12 +17,22 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetplan/core/json.h"
+
 namespace fleetplan::report {
 
 struct Section {
   std::string id;     // [a-z0-9-]+, unique in the page
   std::string title;
   std::string html;   // the body, already escaped where it holds text
+};
+
+// One row of a page's section registry: the section's id and title and the function that
+// renders its body from the page's JSON document (simulation_page.h, plan_page.h).
+struct SectionRow {
+  std::string_view id;
+  std::string_view title;
+  std::string (*build)(const Json& document);
 };
 
 struct Page {

@@ -28,12 +28,6 @@
 
 namespace fleetplan::report {
 
-struct SectionRow {
-  std::string_view id;
-  std::string_view title;
-  std::string (*build)(const Json& report);
-};
-
 // The simulation page's sections, in page order.
 const std::vector<SectionRow>& SimulationSections();
 
