@@ -12,6 +12,8 @@
 #include "fleetplan/decision/atlas_bundle.h"
 #include "fleetplan/decision/bundle.h"
 #include "fleetplan/decision/plan.h"
+#include "fleetplan/fleet/run.h"
+#include "fleetplan/report/plan_page.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -25,6 +27,7 @@ struct PlanFlags {
   bool json = false;
   bool quiet = false;
   bool no_sensitivity = false;
+  bool no_html = false;
 };
 
 Status RunPlanVerb(const PlanFlags& f, std::ostream& out, std::ostream& err) {
@@ -78,10 +81,19 @@ Status RunPlanVerb(const PlanFlags& f, std::ostream& out, std::ostream& err) {
   FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result->json));
   FP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.json", text));
   FP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.txt", result->text));
+  std::string written = fmt::format("{0}/plan.json, {0}/plan.txt", dir);
+  const std::string html = dir + "/report.html";
+  if (!f.no_html) {
+    FP_RETURN_IF_ERROR(WriteFileAtomic(html, report::PlanHtml(result->json)));
+    written += ", " + html;
+  } else {
+    std::vector<std::string> removed;
+    FP_RETURN_IF_ERROR(RemoveStaleOutput(html, false, &removed));
+  }
   if (f.json) {
     out << text;
   } else {
-    out << result->text << fmt::format("wrote {0}/plan.json, {0}/plan.txt\n", dir);
+    out << result->text << fmt::format("wrote {}\n", written);
   }
   if (result->release != GateDecision::kPass) {
     return Status(StatusCode::kCheckFailed,
@@ -111,10 +123,13 @@ void RegisterPlanVerb(CLI::App& app, VerbAction& action) {
   sub->add_flag("--json", flags->json, "Print plan.json to stdout instead of plan.txt");
   sub->add_flag("--quiet", flags->quiet, "No progress line on stderr");
   sub->add_flag("--no-sensitivity", flags->no_sensitivity, "Skip the policy's perturbations (no review triggers)");
+  sub->add_flag("--no-html", flags->no_html, "Do not write report.html (and remove an earlier one)");
   sub->footer(
       "Output: DIR/plan.json (digest, inputs with freshness, decision {release, summary, stage, reasons}, checks,\n"
-      "coverage, controls, layout, capacity, simulation, gates, rollout, sensitivity, review_triggers) and\n"
-      "DIR/plan.txt (the one-screen summary). Same bundle and --as-of: byte-identical plan.json.\n"
+      "coverage, controls, layout, capacity, simulation, gates, rollout, sensitivity, review_triggers),\n"
+      "DIR/plan.txt (the one-screen summary) and DIR/report.html (the decision first, then its checks, inputs,\n"
+      "fleet, simulation, gates, rollout stages and sensitivity as tables and charts; opens offline). Same bundle\n"
+      "and --as-of: byte-identical plan.json and report.html.\n"
       "Exit codes: 0 release pass; 1 release fail or hold (the reasons name the gate and its numbers); 2 usage\n"
       "error; 3 invalid bundle, policy or evidence (located).\n"
       "Examples:\n"
