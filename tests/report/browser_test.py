@@ -2,7 +2,8 @@
 """report.html in a real browser: Debian's chromium, headless.
 
 For each report (a short Atlas run, the prefill/decode pools scenario of
-tests/scenarios, a capacity run's capacity.html and a sweep's sweep.html) it checks that
+tests/scenarios, a capacity run's capacity.html, a sweep's sweep.html and the built-in Atlas
+plan's report.html) it checks that
   - the page loads with no console message at all (the page has no script, and its
     Content-Security-Policy turns any attempt to load something from elsewhere into a
     console error), first proving on a page that logs an error that such a message is
@@ -18,6 +19,7 @@ PNG is decoded here with zlib).
                   [--screenshot-out FILE] [--scale 0.5] [--height 2400]  # keep the Atlas screenshot
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -65,6 +67,10 @@ axes:
 search:
   max_rate: {axis: workload.arrival.rate, low: 1/s, high: 32/s, attainment: {interactive: 0.9}, resolution: 10%}
 """
+
+# The plan page's sections (report/plan_page.h), in order, and the built-in bundle's --as-of.
+PLAN_SECTIONS = ["decision", "checks", "inputs", "fleet", "simulation", "gates", "rollout", "sensitivity", "digest"]
+PLAN_AS_OF = "2026-12-01T00:00:00Z"
 
 # Colours of the page's stylesheet (report/page.cc).
 HEADER = (0x1D, 0x23, 0x30)
@@ -296,6 +302,22 @@ def main():
     # A short page: the window ends where it does, so every band of the screenshot holds ink.
     check_report(chromium, work, os.path.join(work, "sweep", "sweep.html"), "sweep", ["pareto", "max-rate"],
                  height=1300, sections=SWEEP_SECTIONS)
+    # Exit 1 is a verdict (the Atlas plan holds at canary-1): the page is written either way.
+    p = subprocess.run([args.fleetplan, "plan", "--as-of", PLAN_AS_OF, "--out", os.path.join(work, "plan"), "--quiet"],
+                       stdout=subprocess.DEVNULL, timeout=300)
+    assert p.returncode in (0, 1), f"fleetplan plan exited {p.returncode}"
+    plan = os.path.join(work, "plan", "report.html")
+    check_report(chromium, work, plan, "plan", ["fleet", "simulation", "rollout"], height=3600,
+                 sections=PLAN_SECTIONS)
+    with open(plan) as f:
+        page = f.read()
+    # The decision comes first, in large type, with its deciding reason and the digest.
+    assert re.search(r'<section id="decision"><h2>Decision</h2>\s*<p class="verdict release \w+" id="release">'
+                     r'Release: (pass|fail|hold)</p>', page), "plan: no release in large type at the top"
+    assert "<h3>Deciding reasons</h3>" in page or "<h3>Every check passes</h3>" in page, "plan: no deciding reasons"
+    with open(os.path.join(work, "plan", "plan.json")) as f:
+        digest = json.load(f)["digest"]
+    assert f"<code>{digest}</code>" in page, f"plan: the digest {digest} is not on the page"
     print(f"browser test: {time.monotonic() - start:.1f} s")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
