@@ -15,6 +15,8 @@ The functions mirror the CLI's verbs and return what their JSON output holds:
   sweep(spec, jobs=None) -> dict  `fleetplan sweep SPEC --json`, points on native threads
   fit(**flags) -> dict          `fleetplan fit --json` (fit=False is an answer, not an error)
   layout(**flags) -> dict       `fleetplan layout --json`
+  plan(bundle=None, as_of=...) -> dict   `fleetplan plan [BUNDLE] --as-of TIME --json`
+  write_atlas_bundle(folder) -> str      `fleetplan plan --print-bundle FOLDER`
 
 Errors are the CLI's, as exceptions: InputError (exit 3, located: file, line, column,
 field), CheckFailed (1), UsageError (2), InternalError (70).
@@ -30,7 +32,8 @@ from ._scenario import Scenario, as_scenario as _as_scenario
 
 __all__ = [
     "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
-    "UsageError", "capacity", "fit", "gate", "layout", "rollout_compare", "simulate", "sweep",
+    "UsageError", "capacity", "fit", "gate", "layout", "plan", "rollout_compare", "simulate", "sweep",
+    "write_atlas_bundle",
 ]
 
 
@@ -225,6 +228,59 @@ def rollout_compare(candidate, baseline, metrics=None, tolerance="5%", alpha=0.0
     for m in metrics or []:
         args += ["--metric", m]
     return _run_json(args)
+
+
+def _utc_time(name, value):
+    """An RFC 3339 UTC time for a flag: a str as it is (the verb judges it), or an aware
+    datetime in UTC to the second."""
+    import datetime
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InputError("%s: a datetime needs a time zone (e.g. tzinfo=datetime.timezone.utc), got %r"
+                             % (name, value), 3, field=name, detail="a datetime needs a time zone")
+        return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not isinstance(value, str):
+        raise TypeError("%s: expected an RFC 3339 UTC time (str) or an aware datetime, got %s"
+                        % (name, type(value).__name__))
+    return value
+
+
+def plan(bundle=None, as_of=None, out=None, policy_key=None, sensitivity=True, html=True):
+    """`fleetplan plan [BUNDLE] --as-of TIME --json` (docs/plan.md): one release decision
+    bound to the inputs it came from. Returns plan.json as a dict; a release that fails or
+    holds is an answer (result["decision"]["release"] and its "reasons"), not an error.
+
+    bundle: the plan bundle's YAML (a path), or None for the built-in Atlas bundle (written
+      to OUT/bundle, as the CLI does; write_atlas_bundle gives an editable copy).
+    as_of: the time evidence freshness is judged at, "2026-12-01T00:00:00Z" or an aware
+      datetime; required (the verb never reads the clock), UsageError without it.
+    out: a folder to leave plan.json, plan.txt and report.html in (with html); without it
+      the verb writes to a scratch folder that is removed.
+    policy_key: a PEM public key path, as --policy-key; sensitivity=False is
+      --no-sensitivity (no perturbations, no review triggers).
+    Invalid bundles, policies and evidence raise InputError, located."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="fleetplan-plan-") as scratch:
+        args = ["plan"]
+        if bundle is not None:
+            args.append(_text(bundle))
+        if as_of is not None:
+            args += ["--as-of", _utc_time("as_of", as_of)]
+        args += ["--json", "--quiet", "--out", _text(out) if out is not None else scratch]
+        if policy_key is not None:
+            args += ["--policy-key", _text(policy_key)]
+        if not sensitivity:
+            args.append("--no-sensitivity")
+        if not html or out is None:
+            args.append("--no-html")
+        return _run_json(args)
+
+
+def write_atlas_bundle(folder):
+    """`fleetplan plan --print-bundle FOLDER`: writes the built-in Atlas plan bundle's files
+    (examples/atlas) under `folder`, creating folders; returns the bundle's path,
+    FOLDER/plan.yaml, for plan(bundle=...) after editing a copy."""
+    return _core.write_atlas_bundle(_text(folder))
 
 
 def layout(**flags):

@@ -28,6 +28,7 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/units_parse.h"
+#include "fleetplan/decision/atlas_bundle.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/metrics/record.h"
@@ -165,6 +166,18 @@ std::pair<int, std::string> RunVerb(const std::vector<std::string>& args) {
   return {status.exit_code(), out.str()};
 }
 
+// `fleetplan plan --print-bundle DIR`: the built-in Atlas plan bundle's files under `dir`;
+// returns the bundle file's path (DIR/plan.yaml).
+std::string WriteAtlasBundleTo(const std::string& dir) {
+  Status status;
+  {
+    py::gil_scoped_release nogil;
+    status = WriteAtlasBundle(dir);
+  }
+  if (!status.ok()) RaiseStatus(status);
+  return dir + "/plan.yaml";
+}
+
 }  // namespace
 }  // namespace fleetplan::python
 
@@ -187,6 +200,7 @@ PYBIND11_MODULE(_core, m) {
     return SweepSpecJson(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)), jobs, out);
   });
   m.def("run_verb", &RunVerb);
+  m.def("write_atlas_bundle", &WriteAtlasBundleTo);
   m.def("yaml_to_tree", &YamlToTree);
   m.def("tree_to_yaml", &TreeToYaml);
   std::vector<std::string> statuses;
