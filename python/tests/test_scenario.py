@@ -11,23 +11,23 @@ from conftest import canonical
 def test_copy_and_change_one_field():
     s = fleetplan.Scenario.atlas()
     s2 = s.copy()
-    s2["hardware.nodes"] = 3  # Atlas's 2 nodes of 8 GPUs hold 4 replicas of TP 4
-    s2["deployment.replicas"] = 6
+    s2["hardware.nodes"] = 4  # Atlas's 3 nodes of 8 GPUs hold 6 replicas of TP 4
+    s2["deployment.replicas"] = 8
     s3 = s.copy()
     with pytest.raises(fleetplan.InputError):
-        s3["deployment.replicas"] = 6  # 24 GPUs of 16
-    s3.update({"deployment.replicas": 6, "hardware.nodes": 3})  # valid together
+        s3["deployment.replicas"] = 8  # 32 GPUs of 24
+    s3.update({"deployment.replicas": 8, "hardware.nodes": 4})  # valid together
     assert s3.to_dict() == s2.to_dict()
-    assert s["deployment.replicas"] == 4 and s["hardware.nodes"] == 2
-    assert s2["deployment.replicas"] == 6
+    assert s["deployment.replicas"] == 6 and s["hardware.nodes"] == 3
+    assert s2["deployment.replicas"] == 8
     assert s2.source == "<built-in atlas> (edited)"
     assert s2.digest != s.digest
     r = fleetplan.simulate(s2, duration="20s").report
-    assert r["deployment"]["replicas"] == 6
-    assert r["deployment"]["gpus"] == 24
+    assert r["deployment"]["replicas"] == 8
+    assert r["deployment"]["gpus"] == 32
     assert r["scenario"]["source"] == "<built-in atlas> (edited)"
-    assert len(r["replicas"]) == 6
-    assert fleetplan.simulate(s, duration="20s").report["deployment"]["replicas"] == 4
+    assert len(r["replicas"]) == 8
+    assert fleetplan.simulate(s, duration="20s").report["deployment"]["replicas"] == 6
 
 
 def test_copy_module_and_constructor_copy_too():
@@ -58,8 +58,8 @@ def test_a_bad_change_is_located_and_not_kept():
         s["deployment.replicaz"] = 2
     assert "did you mean 'replicas'?" in e.value.detail
     with pytest.raises(fleetplan.InputError) as e:
-        s["deployment.replicas"] = 5  # 20 GPUs of 16: checked across sections, too
-    assert e.value.field == "deployment.replicas" and "at most 4 replicas fit" in e.value.detail
+        s["deployment.replicas"] = 7  # 28 GPUs of 24: checked across sections, too
+    assert e.value.field == "deployment.replicas" and "at most 6 replicas fit" in e.value.detail
     assert s["deployment.replicas"] == 3
 
 
@@ -113,14 +113,14 @@ def test_values_round_trip_to_the_same_scenario(root):
 
 def test_plain_and_quoted_scalars_keep_their_types():
     s = fleetplan.Scenario.from_yaml(fleetplan.Scenario.atlas().yaml)
-    assert s["deployment.replicas"] == 4 and isinstance(s["deployment.replicas"], int)
+    assert s["deployment.replicas"] == 6 and isinstance(s["deployment.replicas"], int)
     assert isinstance(s["router.policy"], str)
     assert s["deployment.gpu_memory_utilization"] == 0.9
     assert s["model.kv_window"] is None
     assert s["engine.prefix_cache.enabled"] is True
     assert s["engine.cuda_graphs.buckets"] == [1, 4, 8, 16, 32]
     with pytest.raises(fleetplan.InputError) as e:
-        fleetplan.Scenario.from_yaml(s.yaml.replace("replicas: 4", 'replicas: "4"', 1), name="q.yaml")
+        fleetplan.Scenario.from_yaml(s.yaml.replace("replicas: 6", 'replicas: "6"', 1), name="q.yaml")
     assert e.value.field == "deployment.replicas" and e.value.file == "q.yaml"
     # A quoted value that a text reader takes reads the same as the plain one.
     t = fleetplan.Scenario.from_yaml(s.yaml.replace("duration: 10m", 'duration: "10m"', 1))

@@ -174,7 +174,7 @@ def test_timeseries_is_the_report_s_section():
     ts = r.timeseries
     assert ts is r.report["timeseries"]
     assert ts["windows"] == len(ts["window_start_s"]) > 10
-    assert len(ts["replicas"]) == 4
+    assert len(ts["replicas"]) == 6
     for name, figures in r.report["classes"].items():
         assert sum(ts["classes"][name]["arrivals"]) == figures["requests"]
         assert sum(ts["classes"][name]["completions"]) == int((r.records[r.records["class"] == name]["status"] == "ok").sum())

@@ -22,13 +22,13 @@ model:
 
 hardware:
   gpu: h100-sxm-80g               # `fleetplan catalog gpus`
-  nodes: 2
+  nodes: 3
   gpus_per_node: 8
   intra_node_link: nvlink4        # `fleetplan catalog links`
   inter_node_link: ib-ndr-400
 
 deployment:                       # one pool; for prefill/decode pools write instead:
-  replicas: 4                     #   pools: [{role: prefill, replicas: 2, tp: 4}, {role: decode, replicas: 2, tp: 4}]
+  replicas: 6                     #   pools: [{role: prefill, replicas: 2, tp: 4}, {role: decode, replicas: 2, tp: 4}]
   tp: 4                           #   disaggregation: {colocate_below_tokens: 2048}
   pp: 1
   gpu_memory_utilization: 0.90

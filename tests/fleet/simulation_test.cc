@@ -98,7 +98,7 @@ TEST(Scenario, AtlasLoadsAndNamesItsDerivedValues) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->name, "atlas-baseline");
   EXPECT_EQ(s->seed, 42u);
-  EXPECT_EQ(s->replicas, 4);
+  EXPECT_EQ(s->replicas, 6);
   EXPECT_EQ(s->fit.memory.layout.tp, 4);
   EXPECT_EQ(s->engine.scheduler.policy, "bounded-chunk");
   EXPECT_EQ(s->engine.scheduler.max_decode_stall, Ms(150));
