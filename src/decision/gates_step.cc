@@ -6,6 +6,8 @@
 #include "decision/steps.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/gates/quantization.h"
+#include "fleetplan/gates/speculation.h"
+#include "fleetplan/core/digest.h"
 #include "fleetplan/rollout/ladder.h"
 
 namespace fleetplan::decision {
@@ -49,6 +51,52 @@ Expected<std::pair<Json, GateCheck>> QuantizationGate(const PlanBundle& b, const
   return std::make_pair(json, HoldCheck("quantization", fmt::format("the evidence has no candidate named '{}'", *proposed)));
 }
 
+// The speculation gate: the policy's rules over the speculation-rounds evidence, whose
+// data pins the draft's rounds file by digest and gives the ordinary decode time measured
+// beside it.
+Expected<std::pair<Json, GateCheck>> SpeculationGate(const PlanBundle& b, const YamlNode& gate_policy,
+                                                      std::vector<std::string>& advancing) {
+  const BoundFile* ev = b.EvidenceOf("speculation-rounds");
+  if (ev == nullptr) {
+    return std::make_pair(Json(nullptr), HoldCheck("speculation", "the policy requires the speculation gate; the bundle "
+                                                                  "binds no speculation-rounds evidence"));
+  }
+  const YamlNode data = ev->Data();
+  FP_RETURN_IF_ERROR(data.CheckKeys({"ordinary", "rounds"}));
+  for (const char* key : {"ordinary", "rounds"}) FP_RETURN_IF_ERROR(data[key].RequirePresent());
+  FP_RETURN_IF_ERROR(data["rounds"].CheckKeys({"file", "digest"}));
+  FP_ASSIGN_OR_RETURN(Duration ordinary, data["ordinary"].AsDuration());
+  if (ordinary <= Duration()) return data["ordinary"].Error("expected the ordinary decode time per token, > 0");
+  FP_ASSIGN_OR_RETURN(std::string file, data["rounds"]["file"].AsString());
+  FP_ASSIGN_OR_RETURN(std::string digest, data["rounds"]["digest"].AsString());
+  const std::string path = (std::filesystem::path(ev->path).parent_path() / file).string();
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) return data["rounds"]["file"].Error(bytes.status().message());
+  if (DigestOf(*bytes) != digest) {
+    return std::make_pair(Json(nullptr),
+                          HoldCheck("speculation", fmt::format("{} is {}, but {} pins {}: the rounds changed after they "
+                                                               "were recorded",
+                                                               file, DigestOf(*bytes), ev->name, digest)));
+  }
+  FP_ASSIGN_OR_RETURN(SpecPolicy policy, ReadSpecPolicy(gate_policy));
+  FP_ASSIGN_OR_RETURN(SpecRounds rounds, ParseSpecRounds(*bytes, file));
+  const SpecGateResult r = RunSpeculationGate({rounds}, ordinary.millis(), policy, 1);
+  Json json = ToJson(r);
+  const SpecDraftResult& d = r.drafts.front();
+  const std::string name = d.identity.artifact.empty() ? file : d.identity.artifact;
+  if (d.decision == GateDecision::kPass) {
+    advancing.push_back(fmt::format("draft {} (speculation)", name));
+    return std::make_pair(json, PassCheck("speculation", fmt::format("draft {}: {}; it advances to staging", name, d.verdict)));
+  }
+  for (const GateCheck& k : d.checks) {
+    if (k.decision != d.decision) continue;
+    const std::string reason = fmt::format("draft {}: {}: {}", name, k.name, k.reason);
+    return std::make_pair(json, d.decision == GateDecision::kFail ? FailCheck("speculation", reason, k.numbers)
+                                                                   : HoldCheck("speculation", reason, k.numbers));
+  }
+  return std::make_pair(json, HoldCheck("speculation", fmt::format("draft {}: no decision", name)));
+}
+
 // Binds the ladder's stage evidence up to the deciding stage, and judges its freshness.
 void BindStageEvidence(const PlanBundle& b, const Ladder& l, const Json& walked, UtcTime as_of, Json& inputs,
                        Checks& checks) {
@@ -80,8 +128,9 @@ void BindStageEvidence(const PlanBundle& b, const Ladder& l, const Json& walked,
 Expected<GatesOutcome> RunGates(const PlanBundle& b) {
   GatesOutcome out;
   for (const auto& [name, node] : b.policy.gates) {
-    if (name != "quantization") continue;  // the policy reader admits only known gates
-    FP_ASSIGN_OR_RETURN(auto result, QuantizationGate(b, node, out.advancing));
+    // The policy reader admits only these gates.
+    FP_ASSIGN_OR_RETURN(auto result, name == "quantization" ? QuantizationGate(b, node, out.advancing)
+                                                            : SpeculationGate(b, node, out.advancing));
     out.json[name] = result.first;
     out.checks.push_back(result.second);
   }

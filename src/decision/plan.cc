@@ -64,6 +64,16 @@ Status RunFleetSteps(const PlanBundle& b, const PlanOptions& o, Steps& s) {
 
 void Append(Checks& all, const Checks& more) { all.insert(all.end(), more.begin(), more.end()); }
 
+std::string_view SurviveWords(SurviveRule rule) {
+  switch (rule) {
+    case SurviveRule::kNone: return "no loss";
+    case SurviveRule::kLargestDomain: return "the loss of the largest";
+    case SurviveRule::kAnyOneDomain: return "the loss of any one";
+    case SurviveRule::kAnyOneRegion: return "the loss of any one region";
+  }
+  return "?";
+}
+
 std::string Summary(const PlanBundle& b, const Steps& s, GateDecision release) {
   std::vector<std::string> parts;
   if (s.capacity && s.capacity->Chosen() != nullptr) {
@@ -77,7 +87,7 @@ std::string Summary(const PlanBundle& b, const Steps& s, GateDecision release) {
     parts.push_back(fmt::format("{} on {} ({} per {}-GPU node), {} replicas across {} domains ({}) surviving {}, "
                                 "${:.2f}/h (${:.0f}/month), {} routing",
                                 lc.layout.Name(), s.deployment->gpu, per_node, s.deployment->gpus_per_node, lc.replicas,
-                                spec.domains.size(), fmt::join(per_domain, ", "), SurviveRuleName(spec.survive),
+                                spec.domains.size(), fmt::join(per_domain, ", "), SurviveWords(spec.survive),
                                 lc.cost.per_hour, lc.cost.per_month,
                                 b.deployment.document->root()["router"]["policy"].Text()));
   }
@@ -113,6 +123,19 @@ Expected<std::pair<Json, Json>> Sensitivity(const PlanBundle& b, const PlanOptio
   return std::make_pair(results, triggers);
 }
 
+// Paths in the output are as from the bundle's folder: the same bundle planned from
+// anywhere (out/atlas/bundle, a copy elsewhere) gives the same bytes.
+void StripFolder(Json& j, const std::string& prefix) {
+  if (prefix.empty()) return;
+  if (j.is_string()) {
+    std::string t = j.get<std::string>();
+    for (size_t at = t.find(prefix); at != std::string::npos; at = t.find(prefix, at)) t.erase(at, prefix.size());
+    j = t;
+  } else if (j.is_array() || j.is_object()) {
+    for (Json& v : j) StripFolder(v, prefix);
+  }
+}
+
 std::string PlanText(const Json& plan) {
   std::string t = fmt::format("plan {} at {}\n{}\n", plan["name"].get<std::string>(), plan["as_of"].get<std::string>(),
                               plan["decision"]["summary"].get<std::string>());
@@ -133,7 +156,7 @@ std::string PlanText(const Json& plan) {
   t += fmt::format("\ninputs ({}):\n", plan["inputs"].size());
   for (const Json& i : plan["inputs"]) {
     const std::string fresh = i.contains("freshness") ? i["freshness"]["freshness"].get<std::string>() : "-";
-    t += fmt::format("  {:<22} {:<15} {:<8} {}\n", i["name"].get<std::string>(), i["kind"].get<std::string>(), fresh,
+    t += fmt::format("  {:<22} {:<18} {:<8} {}\n", i["name"].get<std::string>(), i["kind"].get<std::string>(), fresh,
                      i["content_digest"].get<std::string>().substr(0, 19));
   }
   t += fmt::format("\ndigest: {}\n", plan["digest"].get<std::string>());
@@ -179,13 +202,11 @@ Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
                                                                  {"rollout", s.rollout.decision}}},
                    {"advancing", s.gates.advancing},
                    {"reasons", reasons}};
-  FP_ASSIGN_OR_RETURN(std::string digest, DigestOfJson(Json{{"inputs", BoundInputs(s.inputs.inputs)}, {"decision", decision}}));
   FP_ASSIGN_OR_RETURN(auto sensitivity, Sensitivity(b, o, s));
   Json plan = {{"kind", "fleetplan-plan"},
                {"version", 1},
                {"name", b.name},
                {"as_of", FormatUtcTime(o.as_of)},
-               {"digest", digest},
                {"digest_covers", "the canonical JSON of {inputs: [{name, kind, revision, content_digest}], decision}"},
                {"inputs", s.inputs.inputs},
                {"decision", decision},
@@ -199,6 +220,10 @@ Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
                {"rollout", s.rollout.json},
                {"sensitivity", sensitivity.first},
                {"review_triggers", sensitivity.second}};
+  StripFolder(plan, b.dir.empty() ? std::string() : b.dir + "/");
+  FP_ASSIGN_OR_RETURN(std::string digest,
+                      DigestOfJson(Json{{"inputs", BoundInputs(plan["inputs"])}, {"decision", plan["decision"]}}));
+  plan["digest"] = digest;
   out.text = PlanText(plan);
   out.json = std::move(plan);
   return out;

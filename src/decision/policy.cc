@@ -10,7 +10,7 @@ namespace {
 
 const std::vector<std::string> kPolicyKeys = {"version",    "slo",      "attainment", "coverage", "controls",
                                               "capacity",   "simulation", "evidence", "gates",    "sensitivity"};
-const std::vector<std::string> kGateNames = {"quantization"};
+const std::vector<std::string> kGateNames = {"quantization", "speculation"};
 const std::vector<std::string> kDefaultRequiredKinds = {"inventory", "price", "benchmark", "workload"};
 
 Status ReadControls(const YamlNode& node, PolicyControls& out) {

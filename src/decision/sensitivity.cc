@@ -207,7 +207,7 @@ Expected<PerturbationOutcome> TtftTightened(const PerturbationInput& in, double 
   Json classes = Json::array();
   bool changes = false;
   Json tightest_class;
-  double least_margin = std::numeric_limits<double>::infinity();
+  double nearest = -1;  // the largest tightest/objective: the class closest to missing
   for (const ClassTtft& c : in.simulation->ttft) {
     const std::optional<double> tightest = TightestTtft(c);
     const double tightened = c.objective_ms * (1 - share);
@@ -215,8 +215,8 @@ Expected<PerturbationOutcome> TtftTightened(const PerturbationInput& in, double 
     changes = changes || !holds;
     classes.push_back({{"class", c.name}, {"objective_ms", c.objective_ms}, {"tightened_ms", RoundForReport(tightened, 6)},
                        {"tightest_met_ms", tightest ? Json(RoundForReport(*tightest, 6)) : Json()}, {"still_met", holds}});
-    if (tightest && *tightest / c.objective_ms < least_margin) {
-      least_margin = *tightest / c.objective_ms;
+    if (tightest && *tightest / c.objective_ms > nearest) {
+      nearest = *tightest / c.objective_ms;
       tightest_class = {{"class", c.name}, {"ms", RoundForReport(*tightest, 6)}, {"target", c.target},
                         {"objective_ms", c.objective_ms}};
     }
@@ -230,8 +230,8 @@ Expected<PerturbationOutcome> TtftTightened(const PerturbationInput& in, double 
   out.trigger = Json{{"perturbation", "ttft_tightened"},
                      {"threshold", ms},
                      {"unit", fmt::format("ms TTFT ({})", tightest_class["class"].get<std::string>())},
-                     {"trigger", fmt::format("a {} TTFT objective below {:.1f} ms (now {:g} ms) is missed at {:g} attainment "
-                                             "on this fleet at peak",
+                     {"trigger", fmt::format("the {} TTFT objective tightened below {:.1f} ms (now {:g} ms) is missed at {:g} "
+                                             "attainment on this fleet at peak",
                                              tightest_class["class"].get<std::string>(), ms,
                                              tightest_class["objective_ms"].get<double>(), tightest_class["target"].get<double>())},
                      {"evidence", "policy: a tighter objective; benchmark: a slower measured prefill"}};

@@ -22,6 +22,9 @@
 #include "fleetplan/capacity/spec.h"
 #include "fleetplan/evidence/evidence.h"
 #include "fleetplan/rollout/ladder.h"
+#include "fleetplan/decision/atlas_bundle.h"
+#include "fleetplan/decision/bundle.h"
+#include "fleetplan/decision/policy.h"
 #include "fleetplan/sweep/spec.h"
 #include "support/shared_data.h"
 
@@ -184,6 +187,22 @@ std::string RunExample(const Block& block, const fs::path& dir, const std::strin
     std::ofstream(path) << block.text;
     const Expected<Ladder> ladder = LoadLadder(path);
     return ladder.ok() ? "" : fmt::format("{}: the ladder reader rejects it: {}", where, ladder.status().message());
+  }
+  if (node["policy"] && node["deployment"] && node["evidence"]) {
+    // A plan bundle: read over the Atlas bundle's files, which it names (planning runs for
+    // seconds; the plan tests run every variant).
+    if (const Status w = WriteAtlasBundle(dir.string()); !w.ok()) return fmt::format("{}: {}", where, w.message());
+    std::ofstream(path) << block.text;
+    const Expected<PlanBundle> bundle = LoadPlanBundle(path);
+    return bundle.ok() ? "" : fmt::format("{}: the plan bundle reader rejects it: {}", where, bundle.status().message());
+  }
+  if (node["coverage"] && node["attainment"]) {
+    // A plan policy.
+    std::ofstream(path) << block.text;
+    auto doc = YamlDocument::LoadFile(path);
+    if (!doc.ok()) return fmt::format("{}: {}", where, doc.status().message());
+    const Expected<Policy> policy = ReadPolicy(std::make_shared<const YamlDocument>(std::move(*doc)), dir.string());
+    return policy.ok() ? "" : fmt::format("{}: the policy reader rejects it: {}", where, policy.status().message());
   }
   if (node["evidence"]) {
     std::ofstream(path) << block.text;

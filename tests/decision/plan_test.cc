@@ -120,7 +120,7 @@ TEST_F(PlanTest, TheBaseBundlePassesAndPromotes) {
   EXPECT_EQ(plan["capacity"]["candidates"].size(), 2u);  // tp4 and tp8 have benchmark rates
   EXPECT_GT(plan["capacity"]["fleet"]["replicas"].get<int64_t>(), 0);
   EXPECT_EQ(plan["simulation"]["not_ok"], 0);
-  EXPECT_EQ(plan["decision"]["advancing"], Json::array({"fp8-w8a8 (fp8)"}));
+  EXPECT_EQ(plan["decision"]["advancing"], Json::array({"fp8-w8a8 (fp8)", "draft sha256:draft-a (speculation)"}));
 }
 
 TEST_F(PlanTest, RemovingAWorkloadClassFailsCoverage) {
@@ -223,6 +223,15 @@ TEST_F(PlanTest, AnAdmissionThatRejectsEverythingFails) {
   EXPECT_EQ(plan["decision"]["release"], "fail");
   EXPECT_TRUE(Deciding(plan).contains("admission")) << plan["decision"].dump(2);
   EXPECT_EQ(plan["simulation"]["rejected"], plan["simulation"]["requests"]);
+}
+
+TEST_F(PlanTest, SpeculationRoundsChangedAfterTheyWereRecordedHold) {
+  std::ofstream("b/speculation/rounds.jsonl", std::ios::app)
+      << R"({"seq": "r9", "draft": [1], "target": [1], "draft_ms": 3.0, "verify_ms": 9.0, "batch": 8})" << "\n";
+  const Json plan = Plan();
+  EXPECT_EQ(plan["decision"]["release"], "hold");
+  EXPECT_EQ(Deciding(plan), std::set<std::string>{"speculation"}) << plan["decision"].dump(2);
+  EXPECT_NE(ReasonOf(plan, "speculation").find("the rounds changed after they were recorded"), std::string::npos);
 }
 
 TEST_F(PlanTest, MissingRequiredEvidenceHolds) {

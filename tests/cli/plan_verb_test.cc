@@ -1,0 +1,95 @@
+// `fleetplan plan` as a user types it: the built-in bundle, --print-bundle, the files it
+// writes, exit codes, and the errors for bad input.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/cli_run.h"
+#include "fleetplan/core/json.h"
+#include "support/in_scratch.h"
+
+namespace fleetplan {
+namespace {
+
+using testing::RunFleetplan;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PlanVerb : public testing::InScratch {};
+
+TEST_F(PlanVerb, TheBuiltInBundleHoldsAtTheCanaryAndWritesItsInputsBesideTheDecision) {
+  const auto r = RunFleetplan({"plan", "--as-of", "2026-12-01T00:00:00Z", "--out", "o", "--quiet", "--no-sensitivity"});
+  EXPECT_EQ(r.code, 1) << r.err;  // a hold is a decision, not an error
+  EXPECT_NE(r.out.find("release hold: tp8 on h100-sxm-80g"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hold  rollout: hold at canary-1 (1% traffic)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("release hold"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::exists("o/bundle/plan.yaml"));
+  EXPECT_TRUE(std::filesystem::exists("o/bundle/rollout/records/baseline.jsonl"));
+  const Json plan = Json::parse(Slurp("o/plan.json"));
+  EXPECT_EQ(plan["decision"]["release"], "hold");
+  EXPECT_EQ(Slurp("o/plan.txt"), r.out.substr(0, Slurp("o/plan.txt").size()));
+  // --json prints plan.json itself; the run is the same bytes again.
+  const auto j = RunFleetplan({"plan", "--as-of", "2026-12-01T00:00:00Z", "--out", "o2", "--quiet", "--no-sensitivity",
+                               "--json"});
+  EXPECT_EQ(j.out, Slurp("o/plan.json"));
+}
+
+TEST_F(PlanVerb, PrintBundleWritesTheExampleFilesThatPlanTheSame) {
+  const auto p = RunFleetplan({"plan", "--print-bundle", "atlas"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  for (const char* f : {"plan.yaml", "policy.yaml", "deployment.yaml", "inventory.yaml", "prices.yaml", "benchmark.yaml",
+                        "workload.yaml", "quality.yaml", "rollout/ladder.yaml"}) {
+    EXPECT_EQ(Slurp(std::string("atlas/") + f), Slurp(std::string(FLEETPLAN_SOURCE_DIR) + "/examples/atlas/" + f)) << f;
+  }
+  const auto r = RunFleetplan({"plan", "atlas/plan.yaml", "--as-of", "2026-12-01T00:00:00Z", "--out", "o", "--quiet",
+                               "--no-sensitivity"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(std::filesystem::exists("o/plan.json"));
+}
+
+TEST_F(PlanVerb, AsOfIsRequiredAndMustBeATime) {
+  auto r = RunFleetplan({"plan", "--out", "o"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--as-of TIME is required"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("o/plan.json"));
+  r = RunFleetplan({"plan", "--as-of", "yesterday", "--out", "o"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--as-of: expected a UTC time"), std::string::npos) << r.err;
+}
+
+TEST_F(PlanVerb, BadBundlesAreLocatedErrors) {
+  ASSERT_EQ(RunFleetplan({"plan", "--print-bundle", "b"}).code, 0);
+  {
+    std::ofstream("b/plan.yaml", std::ios::app) << "polcy: x\n";
+  }
+  auto r = RunFleetplan({"plan", "b/plan.yaml", "--as-of", "2026-12-01T00:00:00Z", "--quiet"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("unknown field 'polcy'; did you mean 'policy'?"), std::string::npos) << r.err;
+  ASSERT_EQ(RunFleetplan({"plan", "--print-bundle", "c"}).code, 0);
+  std::filesystem::remove("c/prices.yaml");
+  r = RunFleetplan({"plan", "c/plan.yaml", "--as-of", "2026-12-01T00:00:00Z", "--quiet"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("c/plan.yaml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("prices.yaml"), std::string::npos) << r.err;
+  r = RunFleetplan({"plan", "missing.yaml", "--as-of", "2026-12-01T00:00:00Z", "--quiet"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
+}
+
+TEST_F(PlanVerb, HelpTeachesTheShapeAndTheExitCodes) {
+  const auto r = RunFleetplan({"plan", "--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* s : {"--as-of", "--print-bundle", "--policy-key", "Exit codes", "docs/plan.md", "review_triggers"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace fleetplan
