@@ -1,5 +1,6 @@
 # Quick start (see README.md):
-#   make run    install dependencies, build (release), explain the Atlas fit, simulate Atlas
+#   make run    install dependencies, build (release), plan the Atlas bundle (the release decision,
+#               out/atlas/plan.json and plan.txt), then simulate the planned Atlas fleet
 #   make test   install dependencies, build (relassert), run every test
 # Other targets: make dev (ASan+UBSan build and tests), make bench, make fuzz, make format.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -15,9 +16,11 @@ build-release: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS) --target fleetplan
 
+# The plan exits 1 when the release holds or fails (the Atlas canary holds at 1%): a decision, not an error.
+AS_OF ?= 2026-12-01T00:00:00Z
 run: build-release
-	$(BIN_RELEASE) fit --model atlas-70b --gpu h100-sxm-80g --tp 4 --context 32768 --concurrency 64 || test $$? -eq 1
-	$(BIN_RELEASE) simulate
+	$(BIN_RELEASE) plan --as-of $(AS_OF) --out out/atlas || test $$? -eq 1
+	$(BIN_RELEASE) simulate --quiet
 
 test: deps
 	cmake --preset relassert >/dev/null
