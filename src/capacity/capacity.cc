@@ -283,6 +283,7 @@ Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<
   out.gpus_per_replica = par.gpus();
   const YamlNode where = *cs.replica_capacity.where;
   FP_ASSIGN_OR_RETURN(WorkloadShape shape, MeasureShape(plan, where));
+  shape.prompt_tokens *= cs.prompt_scale;
 
   MeasuredCapacity measured;
   switch (cs.replica_capacity.kind) {

@@ -123,6 +123,45 @@ Expected<PerturbationOutcome> PeakTraffic(const PerturbationInput& in, double fa
   return out;
 }
 
+// Longer contexts: every prompt times the factor in the capacity arithmetic. The prompt,
+// decode and concurrency (KV) requirements follow; the benchmark's per-replica rate is not
+// re-measured, so a change names the dimension that binds and what it would need.
+Expected<PerturbationOutcome> LongerContext(const PerturbationInput& in, double factor) {
+  const Sizing base = SizingOf(*in.capacity);
+  auto scaled = [](double f) -> Mutation { return [f](CapacitySpec& s) { s.prompt_scale = f; }; };
+  // The sizing at `f`, and what binds the decision's own layout there.
+  auto sized = [&](double f) -> Expected<std::pair<Sizing, std::string>> {
+    std::vector<CapacitySpec> specs = *in.specs;
+    for (CapacitySpec& s : specs) scaled(f)(s);
+    FP_ASSIGN_OR_RETURN(CapacityOutcome c, SizeFleet(specs, false));
+    std::string binding = "none";
+    for (const CapacityResult& r : c.results) {
+      const LayoutCapacity& lc = r.layouts.front();
+      if (lc.layout.Name() == base.layout) {
+        binding = fmt::format("{} binds {} at {} replicas", fmt::join(lc.binding, ", "), base.layout, lc.replicas);
+      }
+    }
+    return std::make_pair(SizingOf(c), binding);
+  };
+  FP_ASSIGN_OR_RETURN(auto at, sized(factor));
+  PerturbationOutcome out;
+  out.json = {{"name", "context_longer"}, {"size", fmt::format("{:g}x", factor)}, {"baseline", base.ToJson()},
+              {"perturbed", at.first.ToJson()}, {"binding", at.second}, {"changes", !at.first.SameDecision(base)},
+              {"change", fmt::format("prompts x{:g}: {} ({}; the benchmark rate is not re-measured)", factor,
+                                     at.first.Text(), at.second)}};
+  if (at.first.SameDecision(base)) return out;
+  FP_ASSIGN_OR_RETURN(double threshold, FirstChange(in, base, 1, factor, scaled));
+  FP_ASSIGN_OR_RETURN(auto next, sized(threshold));
+  out.json["threshold"] = {{"factor", RoundForReport(threshold, 4)}};
+  out.trigger = Json{{"perturbation", "context_longer"},
+                     {"threshold", RoundForReport(threshold, 4)},
+                     {"unit", "x the workload's prompt tokens"},
+                     {"trigger", fmt::format("prompts x{:.3f} longer change the fleet to {} ({})", threshold,
+                                             next.first.Text(), next.second)},
+                     {"evidence", "workload: a trace whose prompts are longer; benchmark: a re-measured replica rate"}};
+  return out;
+}
+
 Expected<PerturbationOutcome> GpuPrice(const PerturbationInput& in, double share) {
   const Sizing base = SizingOf(*in.capacity);
   auto priced = [](double f) -> Mutation {
@@ -243,6 +282,8 @@ Expected<PerturbationOutcome> TtftTightened(const PerturbationInput& in, double 
 const std::vector<PerturbationRow>& PerturbationRows() {
   static const std::vector<PerturbationRow> rows = {
       {"peak_traffic", "every region's peak demand times the factor (e.g. 2x), sustained", ReadFactor, PeakTraffic},
+      {"context_longer", "every prompt's tokens times the factor (e.g. 2x) in the capacity arithmetic", ReadFactor,
+       LongerContext},
       {"gpu_price", "the GPU's on-demand and committed prices up and down by the share (e.g. 30%)", ReadShare, GpuPrice},
       {"domain_smaller", "the largest failure domain offers the share fewer GPUs (e.g. 25%)", ReadShare, DomainSmaller},
       {"ttft_tightened", "every TTFT objective tighter by the share (e.g. 25%), judged on the simulated requests", ReadShare,

@@ -35,7 +35,7 @@ struct PerturbationRow {
   Expected<PerturbationOutcome> (*run)(const PerturbationInput& in, double size);
 };
 
-// peak_traffic, gpu_price, domain_smaller, ttft_tightened (in that order).
+// peak_traffic, context_longer, gpu_price, domain_smaller, ttft_tightened (in that order).
 const std::vector<PerturbationRow>& PerturbationRows();
 const PerturbationRow* FindPerturbation(std::string_view name);
 

@@ -293,7 +293,7 @@ TEST_F(PlanTest, SensitivityNamesWhatWouldReopenTheDecision) {
   auto r = RunPlan(*bundle, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const Json& s = r->json["sensitivity"];
-  ASSERT_EQ(s.size(), 4u);
+  ASSERT_EQ(s.size(), 5u);
   EXPECT_EQ(s[0]["name"], "peak_traffic");
   EXPECT_TRUE(s[0]["changes"].get<bool>());  // twice the peak needs more replicas
   // The threshold found by search: just below it the fleet is unchanged, at it it grows.

@@ -91,6 +91,10 @@ struct CapacitySpec {
   std::optional<double> budget_per_month;
   std::vector<LayoutChoice> layouts;  // empty: the scenario's layout
   // Verification: when the loss happens in the simulated run, and how long it runs.
+  // Every request's prompt tokens times this in the requirement arithmetic (1 as written):
+  // a program's perturbation (the plan's sensitivity to longer contexts), never read from
+  // a spec. The SLO dimension's measured rate is not re-measured at it.
+  double prompt_scale = 1;
   Duration loss_at = Sec(300);
   std::optional<Duration> verify_duration;
 
