@@ -77,14 +77,7 @@ Status RunCapacity(const CapacityFlags& f, std::ostream& out, std::ostream& err)
   const std::string path = dir + "/capacity.json";
   FP_RETURN_IF_ERROR(WriteFileAtomic(path, text));
   std::string written = path;
-  const std::string html = dir + "/capacity.html";
-  if (!f.no_html) {
-    FP_RETURN_IF_ERROR(WriteFileAtomic(html, report::CapacityHtml(doc)));
-    written += ", " + html;
-  } else {
-    std::vector<std::string> removed;
-    FP_RETURN_IF_ERROR(RemoveStaleOutput(html, false, &removed));
-  }
+  FP_RETURN_IF_ERROR(WriteOrRemovePage(dir + "/capacity.html", !f.no_html, [&] { return report::CapacityHtml(doc); }, written));
   if (f.json) {
     out << text;
   } else {

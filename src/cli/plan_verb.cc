@@ -82,14 +82,7 @@ Status RunPlanVerb(const PlanFlags& f, std::ostream& out, std::ostream& err) {
   FP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.json", text));
   FP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.txt", result->text));
   std::string written = fmt::format("{0}/plan.json, {0}/plan.txt", dir);
-  const std::string html = dir + "/report.html";
-  if (!f.no_html) {
-    FP_RETURN_IF_ERROR(WriteFileAtomic(html, report::PlanHtml(result->json)));
-    written += ", " + html;
-  } else {
-    std::vector<std::string> removed;
-    FP_RETURN_IF_ERROR(RemoveStaleOutput(html, false, &removed));
-  }
+  FP_RETURN_IF_ERROR(WriteOrRemovePage(dir + "/report.html", !f.no_html, [&] { return report::PlanHtml(result->json); }, written));
   if (f.json) {
     out << text;
   } else {

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <ostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -33,6 +34,11 @@ void RegisterCapacityVerb(CLI::App& app, VerbAction& action);
 void RegisterEvidenceVerb(CLI::App& app, VerbAction& action);
 void RegisterRolloutVerb(CLI::App& app, VerbAction& action);
 void RegisterPlanVerb(CLI::App& app, VerbAction& action);
+
+// A page written beside a verb's JSON: `page()` to `path` when `write` (appending ", path"
+// to `written`), else an earlier run's file at `path` removed so no stale page is left.
+Status WriteOrRemovePage(const std::string& path, bool write, const std::function<std::string()>& page,
+                         std::string& written);
 
 // Parses and runs one command line and returns the verb's Status (its code is the exit
 // code) without printing it; --help and --version print to `out` and return Ok. The
