@@ -264,7 +264,8 @@ Expected<CapacityOutcome> SizeFleet(const std::vector<CapacitySpec>& specs, bool
   return out;
 }
 
-Expected<SimulationOutcome> SimulateFleet(const PlanBundle& b, const ComposedDeployment& d, const LayoutCapacity& chosen) {
+Expected<SimulationOutcome> SimulateFleet(const PlanBundle& b, const ComposedDeployment& d, const LayoutCapacity& chosen,
+                                          const std::vector<YamlOverride>& extra, std::optional<Duration> duration) {
   SimulationOutcome out;
   SweepSpec s = d.base;
   std::vector<std::shared_ptr<YamlDocument>> keep;
@@ -285,7 +286,9 @@ Expected<SimulationOutcome> SimulateFleet(const PlanBundle& b, const ComposedDep
   set("deployment.pp", std::to_string(chosen.layout.pp));
   set("hardware.nodes", std::to_string(nodes));
   set("workload.arrival.rate", RateText(Rate{total}));
-  set("workload.duration", fmt::format("{}s", static_cast<int64_t>(b.policy.simulation_duration.seconds())));
+  const Duration run_for = duration.value_or(b.policy.simulation_duration);
+  set("workload.duration", fmt::format("{}s", static_cast<int64_t>(run_for.seconds())));
+  s.overrides.insert(s.overrides.end(), extra.begin(), extra.end());
   FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::WithOverrides(*s.base, s.overrides));
   FP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenarioDocument(std::make_shared<const YamlDocument>(std::move(doc)),
                                                               s.base_dir, b.deployment.digest));
@@ -329,7 +332,7 @@ Expected<SimulationOutcome> SimulateFleet(const PlanBundle& b, const ComposedDep
   const int64_t refused = st.of(RecordStatus::kRejected) + st.of(RecordStatus::kError) + st.of(RecordStatus::kTimeout) +
                           st.of(RecordStatus::kCancelled);
   out.json = {{"replicas", chosen.replicas}, {"layout", chosen.layout.Name()}, {"nodes", nodes},
-              {"rate_per_s", RoundForReport(total)}, {"duration_s", b.policy.simulation_duration.seconds()},
+              {"rate_per_s", RoundForReport(total)}, {"duration_s", run_for.seconds()},
               {"requests", report.fleet.requests}, {"rejected", st.of(RecordStatus::kRejected)},
               {"not_ok", refused}, {"classes", classes},
               {"over_capacity", run.result.overload.fleet.over_capacity},

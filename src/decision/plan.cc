@@ -113,8 +113,9 @@ Expected<std::pair<Json, Json>> Sensitivity(const PlanBundle& b, const PlanOptio
   Json triggers = Json::array();
   if (!o.sensitivity || !s.capacity || s.capacity->Chosen() == nullptr || !s.simulation) return std::make_pair(results, triggers);
   if (o.on_step) o.on_step("sensitivity");
-  decision::PerturbationInput in{&b, &s.specs, &*s.capacity, &*s.simulation};
+  decision::PerturbationInput in{&b, &s.specs, &*s.capacity, &*s.simulation, &*s.deployment, nullptr};
   for (const SensitivityAsk& ask : b.policy.sensitivity) {
+    in.ask = &ask;
     const PerturbationRow* row = FindPerturbation(ask.name);
     FP_ASSIGN_OR_RETURN(decision::PerturbationOutcome r, row->run(in, ask.size));
     results.push_back(r.json);

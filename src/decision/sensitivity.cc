@@ -11,6 +11,8 @@ namespace {
 
 // Bisection steps of a threshold search: the answer is within 2^-10 of the searched span.
 constexpr int kSearchSteps = 10;
+// Steps of a search whose every step simulates the fleet: the answer within 1/8 of the span.
+constexpr int kSimulatedSearchSteps = 3;
 
 // The part of a decision a capacity perturbation can change.
 struct Sizing {
@@ -78,6 +80,18 @@ Expected<double> ReadFactor(const YamlNode& v) {
     if (f.ok() && *f > 1 && *f <= 100) return *f;
   }
   return v.Error(fmt::format("expected a factor above 1x and at most 100x, got '{}'", text));
+}
+
+// `2x`, or {factor: 2x, startup: 6m} (the start-up is read by the row).
+Expected<double> ReadBurst(const YamlNode& v) {
+  if (!v.IsMap()) return ReadFactor(v);
+  FP_RETURN_IF_ERROR(v.CheckKeys({"factor", "startup"}));
+  FP_RETURN_IF_ERROR(v["factor"].RequirePresent());
+  if (v["startup"].present()) {
+    FP_ASSIGN_OR_RETURN(Duration d, v["startup"].AsDuration());
+    if (d <= Duration()) return v["startup"].Error("expected a start-up time > 0");
+  }
+  return ReadFactor(v["factor"]);
 }
 
 Expected<double> ReadShare(const YamlNode& v) {
@@ -159,6 +173,122 @@ Expected<PerturbationOutcome> LongerContext(const PerturbationInput& in, double 
                      {"trigger", fmt::format("prompts x{:.3f} longer change the fleet to {} ({})", threshold,
                                              next.first.Text(), next.second)},
                      {"evidence", "workload: a trace whose prompts are longer; benchmark: a re-measured replica rate"}};
+  return out;
+}
+
+// A burst shorter than the workers' start-up: autoscaling cannot add replicas in time, so
+// the fleet that exists must carry it (no loss assumed during it). The replicas that
+// carry the burst's peak on the decision's layout, less the fleet's: the warm pool needed.
+Expected<PerturbationOutcome> Burst(const PerturbationInput& in, double factor) {
+  const Sizing base = SizingOf(*in.capacity);
+  const CapacitySpec& chosen = (*in.specs)[*in.capacity->chosen];
+  std::optional<Duration> startup;
+  if (in.ask->where && in.ask->where->IsMap()) {
+    FP_ASSIGN_OR_RETURN(Duration d, (*in.ask->where)["startup"].AsDuration());
+    startup = d;
+  }
+  // Replicas that carry `f` times the peak with nothing lost.
+  auto needed = [&](double f) -> Expected<int64_t> {
+    CapacitySpec s = chosen;
+    s.survive = SurviveRule::kNone;
+    for (RegionDemand& r : s.demand) r.peak.per_second *= f;
+    FP_ASSIGN_OR_RETURN(CapacityResult r, SizeCapacity(s, CapacityOptions{1, false, {}}));
+    return r.layouts.front().ok ? r.layouts.front().replicas : std::numeric_limits<int64_t>::max();
+  };
+  FP_ASSIGN_OR_RETURN(int64_t at, needed(factor));
+  const int64_t warm = std::max<int64_t>(0, at - base.replicas);
+  PerturbationOutcome out;
+  const std::string within = startup ? fmt::format("shorter than the workers' start-up ({:g} min)", startup->seconds() / 60)
+                                     : std::string("shorter than the workers' start-up");
+  out.json = {{"name", "burst"}, {"size", fmt::format("{:g}x", factor)}, {"baseline", base.ToJson()},
+              {"replicas_needed", at}, {"warm_pool", warm}, {"changes", warm > 0},
+              {"change", fmt::format("a x{:g} burst {} needs {} {} replicas at once: {}", factor, within, at, base.layout,
+                                     warm > 0 ? fmt::format("a warm pool of {}", warm)
+                                              : std::string("the fleet's own headroom carries it"))}};
+  if (startup) out.json["startup_s"] = startup->seconds();
+  if (warm == 0) return out;
+  // The largest burst the fleet carries as it stands: bisection on the factor.
+  double lo = 1, hi = factor;
+  for (int i = 0; i < kSearchSteps; ++i) {
+    const double mid = (lo + hi) / 2;
+    FP_ASSIGN_OR_RETURN(int64_t n, needed(mid));
+    (n <= base.replicas ? lo : hi) = mid;
+  }
+  out.json["threshold"] = {{"factor", RoundForReport(lo, 4)}};
+  out.trigger = Json{{"perturbation", "burst"},
+                     {"threshold", RoundForReport(lo, 4)},
+                     {"unit", "x the declared peak, for less than the workers' start-up"},
+                     {"trigger", fmt::format("a burst above x{:.3f} the peak {} outruns the fleet; x{:g} needs a warm pool of "
+                                             "{} {} replicas",
+                                             lo, within, factor, warm, base.layout)},
+                     {"evidence", "workload: a trace with bursts; the autoscaler's measured start-up time"}};
+  return out;
+}
+
+// Prefix reuse divided: every shared prefix shared by 1/(1 - share) times fewer requests —
+// that many times the tenants (tenant prefixes) and the documents in every pool — with
+// prompts as long as before; the chosen fleet simulated at peak again.
+Expected<PerturbationOutcome> PrefixReuse(const PerturbationInput& in, double share) {
+  const YamlNode workload = in.bundle->EvidenceOf("workload")->Data()["workload"];
+  std::vector<std::shared_ptr<YamlDocument>> keep;
+  auto scaled_int = [&](const YamlNode& node, double k, std::vector<YamlOverride>& o) -> Status {
+    if (!node.present()) return Status::Ok();
+    FP_ASSIGN_OR_RETURN(int64_t v, node.AsInt());
+    keep.push_back(std::make_shared<YamlDocument>(
+        YamlDocument::Scalar(std::to_string(std::max<int64_t>(1, std::llround(static_cast<double>(v) * k))), node)));
+    // The node is the evidence's data.workload...; the scenario's key is workload...
+    o.push_back(YamlOverride{node.path().substr(std::string_view("data.").size()), keep.back()->root()});
+    return Status::Ok();
+  };
+  auto overrides = [&](double k) -> Expected<std::vector<YamlOverride>> {
+    std::vector<YamlOverride> o;
+    FP_RETURN_IF_ERROR(scaled_int(workload["tenants"]["count"], k, o));
+    if (workload["classes"].IsMap()) {
+      FP_ASSIGN_OR_RETURN(auto classes, workload["classes"].Entries());
+      for (const auto& [name, c] : classes) {
+        if (!c["prompt"].IsSequence()) continue;
+        FP_ASSIGN_OR_RETURN(auto segments, c["prompt"].Items());
+        for (const YamlNode& seg : segments) FP_RETURN_IF_ERROR(scaled_int(seg["pool"], k, o));
+      }
+    }
+    return o;
+  };
+  // The decision's simulated gates (admission, slo) at a sharing divisor k.
+  const Duration run_for = std::min(in.bundle->policy.simulation_duration, Sec(120));
+  auto fails = [&](double k) -> Expected<std::pair<bool, std::string>> {
+    FP_ASSIGN_OR_RETURN(std::vector<YamlOverride> o, overrides(k));
+    FP_ASSIGN_OR_RETURN(SimulationOutcome sim,
+                        SimulateFleet(*in.bundle, *in.deployment, *in.capacity->Chosen(), o, run_for));
+    for (const GateCheck& c : sim.checks) {
+      if (c.decision != GateDecision::kPass) return std::make_pair(true, c.name + ": " + c.reason);
+    }
+    return std::make_pair(false, sim.checks.back().reason);
+  };
+  const double divisor = 1 / (1 - share);
+  FP_ASSIGN_OR_RETURN(auto at, fails(divisor));
+  PerturbationOutcome out;
+  out.json = {{"name", "prefix_reuse"}, {"size", fmt::format("{:g}%", share * 100)},
+              {"divisor", RoundForReport(divisor, 4)}, {"simulated_s", run_for.seconds()}, {"changes", at.first},
+              {"change", fmt::format("each shared prefix shared by {:g}x fewer requests ({:g}x the tenants and the "
+                                     "documents in every pool): {}",
+                                     divisor, divisor, at.second)}};
+  if (!at.first) return out;
+  // The sharing the fleet still meets its objectives at: a short bisection (each step
+  // simulates the fleet at peak).
+  double lo = 1, hi = divisor;
+  for (int i = 0; i < kSimulatedSearchSteps; ++i) {
+    const double mid = (lo + hi) / 2;
+    FP_ASSIGN_OR_RETURN(auto f, fails(mid));
+    (f.first ? hi : lo) = mid;
+  }
+  out.json["threshold"] = {{"divisor", RoundForReport(hi, 4)}};
+  out.trigger = Json{{"perturbation", "prefix_reuse"},
+                     {"threshold", RoundForReport(1 - 1 / hi, 4)},
+                     {"unit", "share of prefix reuse lost"},
+                     {"trigger", fmt::format("prefix reuse {:.0f}% lower (each shared prefix shared by x{:.2f} fewer requests) "
+                                             "breaks the fleet at peak: {}",
+                                             (1 - 1 / hi) * 100, hi, at.second)},
+                     {"evidence", "workload: a trace's prefix-sharing statistics (`fleetplan trace stats`)"}};
   return out;
 }
 
@@ -282,8 +412,12 @@ Expected<PerturbationOutcome> TtftTightened(const PerturbationInput& in, double 
 const std::vector<PerturbationRow>& PerturbationRows() {
   static const std::vector<PerturbationRow> rows = {
       {"peak_traffic", "every region's peak demand times the factor (e.g. 2x), sustained", ReadFactor, PeakTraffic},
+      {"burst", "a burst of the factor (e.g. 2x, or {factor: 2x, startup: 6m}) shorter than the workers' start-up: "
+                "the warm pool it needs", ReadBurst, Burst},
       {"context_longer", "every prompt's tokens times the factor (e.g. 2x) in the capacity arithmetic", ReadFactor,
        LongerContext},
+      {"prefix_reuse", "prefix reuse lower by the share (e.g. 50%: every shared prefix shared by half as many requests), "
+                       "simulated at peak", ReadShare, PrefixReuse},
       {"gpu_price", "the GPU's on-demand and committed prices up and down by the share (e.g. 30%)", ReadShare, GpuPrice},
       {"domain_smaller", "the largest failure domain offers the share fewer GPUs (e.g. 25%)", ReadShare, DomainSmaller},
       {"ttft_tightened", "every TTFT objective tighter by the share (e.g. 25%), judged on the simulated requests", ReadShare,

@@ -21,6 +21,8 @@ struct PerturbationInput {
   const std::vector<CapacitySpec>* specs = nullptr;  // the candidates' capacity specs
   const CapacityOutcome* capacity = nullptr;         // the decision's sizing
   const SimulationOutcome* simulation = nullptr;     // the chosen fleet's run at peak
+  const ComposedDeployment* deployment = nullptr;    // for perturbations that simulate
+  const SensitivityAsk* ask = nullptr;               // the policy's entry (its extra keys)
 };
 
 struct PerturbationOutcome {
@@ -35,7 +37,8 @@ struct PerturbationRow {
   Expected<PerturbationOutcome> (*run)(const PerturbationInput& in, double size);
 };
 
-// peak_traffic, context_longer, gpu_price, domain_smaller, ttft_tightened (in that order).
+// peak_traffic, burst, context_longer, prefix_reuse, gpu_price, domain_smaller, ttft_tightened
+// (in that order).
 const std::vector<PerturbationRow>& PerturbationRows();
 const PerturbationRow* FindPerturbation(std::string_view name);
 

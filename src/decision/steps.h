@@ -92,7 +92,11 @@ struct SimulationOutcome {
   Checks checks;
   std::vector<ClassTtft> ttft;
 };
-Expected<SimulationOutcome> SimulateFleet(const PlanBundle& b, const ComposedDeployment& d, const LayoutCapacity& chosen);
+// `extra` overrides the composed scenario further (a perturbation's), and `duration`
+// replaces the policy's simulation duration.
+Expected<SimulationOutcome> SimulateFleet(const PlanBundle& b, const ComposedDeployment& d, const LayoutCapacity& chosen,
+                                          const std::vector<YamlOverride>& extra = {},
+                                          std::optional<Duration> duration = std::nullopt);
 
 // --- gates and rollout -------------------------------------------------------------------
 struct GatesOutcome {

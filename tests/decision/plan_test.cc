@@ -293,13 +293,18 @@ TEST_F(PlanTest, SensitivityNamesWhatWouldReopenTheDecision) {
   auto r = RunPlan(*bundle, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const Json& s = r->json["sensitivity"];
-  ASSERT_EQ(s.size(), 5u);
+  ASSERT_EQ(s.size(), 7u);
   EXPECT_EQ(s[0]["name"], "peak_traffic");
   EXPECT_TRUE(s[0]["changes"].get<bool>());  // twice the peak needs more replicas
   // The threshold found by search: just below it the fleet is unchanged, at it it grows.
   const double factor = s[0]["threshold"]["factor"].get<double>();
   EXPECT_GT(factor, 1.0);
   EXPECT_LE(factor, 2.0);
+  // A 2x burst shorter than the start-up needs replicas beyond the fleet: a warm pool.
+  EXPECT_EQ(s[1]["name"], "burst");
+  EXPECT_GT(s[1]["warm_pool"].get<int64_t>(), 0);
+  EXPECT_EQ(s[1]["replicas_needed"].get<int64_t>() - s[1]["baseline"]["replicas"].get<int64_t>(),
+            s[1]["warm_pool"].get<int64_t>());
   const Json& triggers = r->json["review_triggers"];
   ASSERT_GE(triggers.size(), 3u);
   for (const Json& t : triggers) {
