@@ -59,6 +59,7 @@ Expected<ComposedDeployment> ComposeDeployment(const PlanBundle& b) {
   FP_ASSIGN_OR_RETURN(d.gpus_per_node, inv["gpus_per_node"].IntOr(8));
   if (d.gpus_per_node < 1) return inv["gpus_per_node"].Error("expected at least 1 GPU per node");
   FP_RETURN_IF_ERROR(workload.Data()["workload"].RequirePresent());
+  FP_RETURN_IF_ERROR(workload.Data()["peak"].RequirePresent());
   FP_ASSIGN_OR_RETURN(d.base, SweepSpecOfBase(*b.deployment_scenario, b.dir, b.bundle_file.name));
   d.base.overrides.push_back(YamlOverride{"workload", workload.Data()["workload"]});
   d.base.overrides.push_back(YamlOverride{"slo", *b.policy.slo_node});
@@ -66,7 +67,9 @@ Expected<ComposedDeployment> ComposeDeployment(const PlanBundle& b) {
   d.base.overrides.push_back(YamlOverride{"hardware.gpus_per_node", KeptScalar(d.keep, std::to_string(d.gpus_per_node), inv)});
   if (inv["memory"].present()) {
     FP_ASSIGN_OR_RETURN(Bytes memory, inv["memory"].AsBytes());
-    FP_ASSIGN_OR_RETURN(GpuSpec gpu, Catalog::Builtin().Gpu(d.gpu));
+    auto known = Catalog::Builtin().Gpu(d.gpu);
+    if (!known.ok()) return inv["gpu"].Error(known.status().message());
+    const GpuSpec& gpu = *known;
     if (memory.count() <= 0 || memory > gpu.memory) {
       return inv["memory"].Error(fmt::format("expected a memory above 0 and at most the {} of {}, got '{}'",
                                              FormatBytes(gpu.memory), d.gpu, inv["memory"].Text()));

@@ -92,6 +92,7 @@ Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::
   FP_RETURN_IF_ERROR(ReadControls(root["controls"], p.controls));
   FP_RETURN_IF_ERROR(root["capacity"].RequirePresent());
   FP_RETURN_IF_ERROR(root["capacity"].CheckKeys({"survive", "headroom", "budget", "verify"}));
+  FP_RETURN_IF_ERROR(root["capacity"]["survive"].RequirePresent());
   p.capacity = root["capacity"];
   const YamlNode sim = root["simulation"];
   if (sim.present() && !sim.IsNull()) {

@@ -234,6 +234,19 @@ TEST_F(PlanTest, SpeculationRoundsChangedAfterTheyWereRecordedHold) {
   EXPECT_NE(ReasonOf(plan, "speculation").find("the rounds changed after they were recorded"), std::string::npos);
 }
 
+TEST_F(PlanTest, EvidenceWithoutItsDataIsALocatedError) {
+  Edit("b/workload.yaml", "  peak: {us-east: 8/s, us-west: 5/s}\n", "");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  PlanOptions o;
+  o.as_of = *ParseUtcTime(kAsOf);
+  auto r = RunPlan(*bundle, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(r.status().message().find("workload.yaml:"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("missing required field 'peak'"), std::string::npos) << r.status().message();
+}
+
 TEST_F(PlanTest, MissingRequiredEvidenceHolds) {
   Edit("b/plan.yaml", "  - quality.yaml ", "  # - quality.yaml ");
   const Json plan = Plan();
