@@ -14,12 +14,6 @@
 
 namespace fleetplan {
 
-int64_t AcceptedTokens(const SpecRound& r) {
-  size_t a = 0;
-  while (a < r.draft.size() && a < r.target.size() && r.draft[a] == r.target[a]) ++a;
-  return static_cast<int64_t>(a);
-}
-
 namespace {
 
 double RoundMs(const SpecRound& r) { return (r.draft_time + r.verify_time).millis(); }
@@ -40,10 +34,6 @@ SpecAnalysis AnalyzeRounds(const SpecRounds& rounds, double ordinary_ms) {
   for (const SpecRound& r : rounds.rounds) {
     a.max_draft = std::max(a.max_draft, static_cast<int64_t>(r.draft.size()));
   }
-  // reached[j] = rounds that accepted at least j tokens (j = 0..k_max); eligible[j - 1] =
-  // rounds that accepted the j - 1 tokens before position j and drafted position j.
-  std::vector<int64_t> reached(static_cast<size_t>(a.max_draft) + 1, 0);
-  std::vector<int64_t> eligible(static_cast<size_t>(a.max_draft), 0);
   for (const SpecRound& r : rounds.rounds) {
     const int64_t acc = AcceptedTokens(r);
     a.drafted += static_cast<int64_t>(r.draft.size());
@@ -51,9 +41,6 @@ SpecAnalysis AnalyzeRounds(const SpecRounds& rounds, double ordinary_ms) {
     a.emitted += acc + 1;
     total += r.draft_time + r.verify_time;
     costs.push_back(RoundMs(r));
-    for (int64_t j = 0; j <= acc; ++j) ++reached[static_cast<size_t>(j)];
-    const size_t tried = std::min(static_cast<size_t>(acc) + 1, r.draft.size());
-    for (size_t j = 0; j < tried; ++j) ++eligible[j];
     if (r.batch) a.max_batch = std::max(a.max_batch, *r.batch);
     if (!r.error.empty()) {
       ++a.error_rounds;
@@ -70,10 +57,9 @@ SpecAnalysis AnalyzeRounds(const SpecRounds& rounds, double ordinary_ms) {
   std::sort(costs.begin(), costs.end());
   a.round_p50_ms = NearestRank(costs, 0.5);
   a.round_p95_ms = NearestRank(costs, 0.95);
-  for (size_t j = 1; j <= static_cast<size_t>(a.max_draft); ++j) {
-    a.conditional.push_back(Ratio(reached[j], eligible[j - 1]));
-    a.cumulative.push_back(Ratio(reached[j], a.rounds));
-  }
+  PositionAcceptance by_position = AcceptanceByPosition(rounds);
+  a.conditional = std::move(by_position.conditional);
+  a.cumulative = std::move(by_position.cumulative);
   a.break_even_accepted = a.mean_round_ms / ordinary_ms - 1;
   return a;
 }

@@ -30,6 +30,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/yaml.h"
+#include "fleetplan/evidence/identity.h"
 
 namespace fleetplan {
 
@@ -60,26 +61,6 @@ Json ToJson(const std::vector<GateCheck>& checks);  // array in order
 // "  pass  name: reason" lines (with "; nearest passing: ..." when set).
 std::string ChecksText(const std::vector<GateCheck>& checks, std::string_view indent = "  ");
 
-// The immutable identity a measurement was taken on. All five fields are required for
-// the evidence to count; a missing field makes the identity check hold.
-struct EvidenceIdentity {
-  std::string artifact;         // model artifact digest ("sha256:...")
-  std::string runtime;          // runtime name ("vllm")
-  std::string runtime_version;  // "0.6.3"
-  std::string hardware;         // GPU name ("h100-sxm-80g")
-  std::string engine_config;    // engine configuration digest
-};
-
-// The identity's keys, in this order: artifact, runtime, runtime_version, hardware,
-// engine_config.
-const std::vector<std::string>& IdentityFields();
-// Reads `identity: {...}`. Absent or null is an identity with every field missing (a hold,
-// not an error); unknown keys and non-string values are located errors.
-Expected<EvidenceIdentity> ReadIdentity(const YamlNode& node);
-// The same from a JSON object (a rounds file's header line); `where` prefixes errors.
-Expected<EvidenceIdentity> IdentityFromJson(const Json& j, std::string_view where);
-std::vector<std::string> MissingIdentityFields(const EvidenceIdentity& id);
-Json ToJson(const EvidenceIdentity& id);  // missing fields are null
 // pass when every field is set; hold naming the missing fields otherwise.
 GateCheck IdentityCheck(const EvidenceIdentity& id, std::string_view what);
 

@@ -1,14 +1,7 @@
 // The speculation gate: does a draft model (or n-gram drafter) pay for itself against
 // ordinary decoding, and which of two drafts is cheaper on the same emitted tokens.
 //
-// Input: a rounds file, JSONL, one speculative round per line:
-//   {"draft": [11, 12, 13], "target": [11, 12, 99], "draft_ms": 3.0, "verify_ms": 9.0,
-//    "seq": "r7", "batch": 16, "error": null}
-// `target` holds the target model's token at each drafted position (same length as
-// `draft`, at least one); `seq` (string or integer), `batch` (integer >= 1) and `error`
-// (null or a string) are optional. An optional first line `{"identity": {...}}` names the
-// evidence (gate.h EvidenceIdentity). Blank lines are skipped; every other problem is a
-// located error (file:line:col: field: message).
+// Input: a rounds file (evidence/speculation_rounds.h has its format).
 //
 // Arithmetic of one round with k drafted tokens:
 //   accepted a = the longest prefix where draft and target agree (0..k)
@@ -68,6 +61,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
 #include "fleetplan/core/yaml.h"
+#include "fleetplan/evidence/speculation_rounds.h"
 #include "fleetplan/gates/gate.h"
 
 namespace fleetplan {
@@ -80,28 +74,6 @@ inline constexpr int64_t kMinPairedSequences = 2;
 // Below this many rounds the p95 round latency is (nearly) the maximum: hold.
 inline constexpr int64_t kDefaultMinRounds = 20;
 
-struct SpecRound {
-  std::vector<int64_t> draft;
-  std::vector<int64_t> target;
-  Duration draft_time;
-  Duration verify_time;
-  std::string seq;               // "" when not given
-  std::optional<int64_t> batch;
-  std::string error;             // "" when none
-  int64_t line = 0;              // 1-based line in the file
-};
-
-struct SpecRounds {
-  std::string file;              // as the user named it
-  EvidenceIdentity identity;
-  std::vector<SpecRound> rounds;
-};
-
-Expected<SpecRounds> ParseSpecRounds(std::string_view text, const std::string& display_name);
-Expected<SpecRounds> LoadSpecRounds(const std::string& path);
-
-// Accepted tokens of one round: the longest common prefix of draft and target.
-int64_t AcceptedTokens(const SpecRound& r);
 
 struct SpecAnalysis {
   int64_t rounds = 0;

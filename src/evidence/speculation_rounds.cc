@@ -1,4 +1,4 @@
-// Reading a speculation rounds file (gates/speculation.h): JSONL, one round per line,
+// Reading a speculation rounds file (evidence/speculation_rounds.h): JSONL, one round per line,
 // every problem located at file:line:col and the field.
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "core/utf8.h"
 #include "fleetplan/core/error.h"
-#include "fleetplan/gates/speculation.h"
+#include "fleetplan/evidence/speculation_rounds.h"
 
 namespace fleetplan {
 namespace {
@@ -188,6 +188,34 @@ Expected<SpecRounds> ParseSpecRounds(std::string_view text, const std::string& d
 Expected<SpecRounds> LoadSpecRounds(const std::string& path) {
   FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseSpecRounds(text, path);
+}
+
+int64_t AcceptedTokens(const SpecRound& r) {
+  size_t a = 0;
+  while (a < r.draft.size() && a < r.target.size() && r.draft[a] == r.target[a]) ++a;
+  return static_cast<int64_t>(a);
+}
+
+PositionAcceptance AcceptanceByPosition(const SpecRounds& rounds) {
+  PositionAcceptance out;
+  for (const SpecRound& r : rounds.rounds) out.max_draft = std::max(out.max_draft, static_cast<int64_t>(r.draft.size()));
+  // reached[j] = rounds that accepted at least j tokens (j = 0..k_max); eligible[j - 1] =
+  // rounds that accepted the j - 1 tokens before position j and drafted position j.
+  std::vector<int64_t> reached(static_cast<size_t>(out.max_draft) + 1, 0);
+  out.eligible.assign(static_cast<size_t>(out.max_draft), 0);
+  for (const SpecRound& r : rounds.rounds) {
+    const int64_t acc = AcceptedTokens(r);
+    for (int64_t j = 0; j <= acc; ++j) ++reached[static_cast<size_t>(j)];
+    const size_t tried = std::min(static_cast<size_t>(acc) + 1, r.draft.size());
+    for (size_t j = 0; j < tried; ++j) ++out.eligible[j];
+  }
+  const auto ratio = [](int64_t n, int64_t d) { return d == 0 ? 0.0 : static_cast<double>(n) / static_cast<double>(d); };
+  const int64_t n = static_cast<int64_t>(rounds.rounds.size());
+  for (size_t j = 1; j <= static_cast<size_t>(out.max_draft); ++j) {
+    out.conditional.push_back(ratio(reached[j], out.eligible[j - 1]));
+    out.cumulative.push_back(ratio(reached[j], n));
+  }
+  return out;
 }
 
 }  // namespace fleetplan
