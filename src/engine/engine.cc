@@ -61,11 +61,14 @@ EngineStats& EngineStats::operator+=(const EngineStats& o) {
   extrapolated_steps += o.extrapolated_steps;
   kv_cached_block_seconds += o.kv_cached_block_seconds;
   cuda_graphs += o.cuda_graphs;
+  speculation += o.speculation;
+  if (decode_batch_steps.size() < o.decode_batch_steps.size()) decode_batch_steps.resize(o.decode_batch_steps.size(), 0);
+  for (size_t b = 0; b < o.decode_batch_steps.size(); ++b) decode_batch_steps[b] += o.decode_batch_steps[b];
   prefix_cache += o.prefix_cache;
   return *this;
 }
 
-Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled) const {
+Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled, bool speculation_enabled) const {
   Json j;
   j["steps"] = steps;
   j["prefill_tokens"] = prefill_tokens;
@@ -95,6 +98,12 @@ Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enab
                                     : 0.0;
   j["prefix_cache"] = std::move(cache);
   j["cuda_graphs"] = cuda_graphs.ToJson(cuda_graphs_enabled);
+  if (speculation_enabled) j["speculation"] = speculation.ToJson(true);
+  Json batches = Json::array();
+  for (size_t b = 0; b < decode_batch_steps.size(); ++b) {
+    if (decode_batch_steps[b] > 0) batches.push_back(Json::array({static_cast<int64_t>(b), decode_batch_steps[b]}));
+  }
+  j["decode_batches"] = std::move(batches);
   return j;
 }
 
@@ -109,6 +118,11 @@ Expected<std::unique_ptr<Engine>> Engine::Create(int32_t replica, const EngineCo
   if (config.kv_blocks < 1) {
     return InvalidInput(fmt::format("the KV pool has {} blocks: the model leaves no memory for KV cache",
                                     config.kv_blocks));
+  }
+  const SpeculationConfig& spec = config.speculation;
+  if (spec.enabled() && static_cast<int64_t>(spec.acceptance.size()) != spec.tokens_per_round) {
+    return InvalidInput(fmt::format("engine.speculation: {} acceptance probabilities for {} tokens per round",
+                                    spec.acceptance.size(), spec.tokens_per_round));
   }
   FP_ASSIGN_OR_RETURN(auto policy, MakeSchedulingPolicy(s));
   return std::unique_ptr<Engine>(new Engine(replica, config, cost, std::move(policy), observer));
@@ -622,7 +636,7 @@ bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
   return true;  // StartStep syncs the eviction counters once for the whole schedule
 }
 
-[[gnu::always_inline]] inline void Engine::AddChunk(int32_t slot, int64_t new_tokens) {
+[[gnu::always_inline]] inline void Engine::AddChunk(int32_t slot, int64_t new_tokens, int32_t drafted) {
   Live& l = slots_[static_cast<size_t>(slot)];
   l.scheduled_step = step_index_;
   // Fields written in place: pushing a braced temporary made the compiler store it field
@@ -631,11 +645,14 @@ bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
   // docs/PERFORMANCE.md "Engine").
   Planned& p = plan_.emplace_back();
   p.slot = slot;
+  p.drafted = drafted;
   p.new_tokens = new_tokens;
   StepChunk& c = chunks_.emplace_back();
   c.context_tokens = l.num_computed;
   c.new_tokens = new_tokens;
-  c.decode = l.is_decode();
+  // A verification computes 1 + drafted tokens over its context: prefill-shaped work.
+  c.decode = l.is_decode() && drafted == 0;
+  if (drafted > 0) step_verify_tokens_ += new_tokens;
 }
 
 int64_t Engine::CapByStepTime(int64_t new_tokens, int64_t context) const {
@@ -668,14 +685,37 @@ void Engine::ScheduleDecodes(int64_t& budget) {
   // A copy (kept between steps for its capacity): preemption edits running_ while we
   // walk it.
   decode_order_.assign(running_.begin(), running_.end());
+  const SpeculationConfig& spec = config_.speculation;
+  speculate_this_step_ = spec.enabled() && (!spec.disable_above_batch || running_count() <= *spec.disable_above_batch);
   for (int32_t slot : decode_order_) {
     if (budget <= 0) break;
     Live& l = slots_[static_cast<size_t>(slot)];
     if (!l.in_use || l.scheduled_step == step_index_ || !l.is_decode()) continue;
     if (!l.running) continue;  // preempted earlier in this step
-    if (!Grow(slot, 1) || !l.running) continue;
-    AddChunk(slot, 1);
-    --budget;
+    const int64_t drafted = speculate_this_step_ ? DraftTokens(l, budget) : 0;
+    if (!Grow(slot, 1 + drafted) || !l.running) continue;
+    AddChunk(slot, 1 + drafted, static_cast<int32_t>(drafted));
+    budget -= 1 + drafted;
+  }
+}
+
+int64_t Engine::DraftTokens(const Live& l, int64_t budget) const {
+  const int64_t remaining = l.output_tokens - l.generated;
+  if (remaining < config_.speculation.min_remaining) return 0;
+  return std::max<int64_t>(0, std::min({config_.speculation.tokens_per_round, remaining - 1, budget - 1}));
+}
+
+Duration Engine::DraftTime() {
+  const SpeculationConfig& spec = config_.speculation;
+  if (!spec.draft_cost) return Duration();
+  Duration total;
+  for (int64_t j = 0;; ++j) {
+    draft_chunks_.clear();
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      if (plan_[i].drafted > j) draft_chunks_.push_back({chunks_[i].context_tokens + 1 + j, 1, true});
+    }
+    if (draft_chunks_.empty()) return total;
+    total += spec.draft_cost->Cost(draft_chunks_).gpu;
   }
 }
 
@@ -753,6 +793,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   ExpireWaiting(now);
   plan_.clear();
   chunks_.clear();
+  step_verify_tokens_ = 0;
   int64_t budget = config_.scheduler.max_batched_tokens;
   if (policy_->PrefillBeforeDecode()) {
     SchedulePartialPrefills(budget);
@@ -772,6 +813,11 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   step_start_ = now;
   step_host_ = config_.host_overhead;
   step_gpu_ = cost.gpu;
+  if (step_verify_tokens_ > 0) {
+    const Duration draft = DraftTime();
+    stats_.speculation.draft_time += draft;
+    step_gpu_ += draft;
+  }
   step_end_ = now + step_host_ + step_gpu_;
   if (cost.extrapolated) ++stats_.extrapolated_steps;
   return step_end_;
@@ -783,12 +829,34 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
 template <bool kTokenEvents>
 void Engine::ApplyChunk(const Planned& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
-  l.num_computed += p.new_tokens;
-  outstanding_tokens_ -= p.new_tokens;
+  // A speculative round keeps the last token and the accepted drafts' KV (speculation.h):
+  // the accepted drafts become sampled tokens, then the target's own token is sampled.
+  const int64_t accepted =
+      p.drafted > 0 ? config_.speculation.Accepted(static_cast<uint64_t>(l.req.id), l.generated, p.drafted) : 0;
+  const int64_t computed = p.drafted > 0 ? 1 + accepted : p.new_tokens;
+  l.num_computed += computed;
+  outstanding_tokens_ -= computed;
   // Most chunks (decodes) fill no block: test that here, with a multiplication, before
   // calling out of line.
   if (config_.prefix_cache.enabled && l.num_computed >= (l.sealed + 1) * config_.block_tokens) SealComputed(l);
-  if (l.num_computed < l.num_tokens) return;  // a prefill chunk that does not finish the prompt
+  if (p.drafted > 0) {
+    SpeculationCounters& c = stats_.speculation;
+    ++c.rounds;
+    c.drafted_tokens += p.drafted;
+    c.accepted_tokens += accepted;
+    c.emitted_tokens += accepted + 1;
+    // The accepted drafts are sampled tokens now; none ends the answer (DraftTokens
+    // drafts at most remaining - 1), the target's own token below may.
+    for (int64_t i = 0; i < accepted; ++i) SampleToken<kTokenEvents>(p.slot, now);
+  } else if (l.num_computed < l.num_tokens) {
+    return;  // a prefill chunk that does not finish the prompt
+  }
+  SampleToken<kTokenEvents>(p.slot, now);
+}
+
+template <bool kTokenEvents>
+bool Engine::SampleToken(int32_t slot, SimTime now) {
+  Live& l = slots_[static_cast<size_t>(slot)];
   ++l.generated;
   if (!l.first_token) {
     l.first_token = now;
@@ -802,11 +870,18 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   l.last_token = now;
   if constexpr (kTokenEvents) observer_->OnToken(replica_, l.req.id, l.generated - 1, now);
   if (l.generated == l.output_tokens) {
-    RemoveRunning(p.slot);
-    End(p.slot, RequestStatus::kOk, now);
-    return;
+    RemoveRunning(slot);
+    End(slot, RequestStatus::kOk, now);
+    return false;
   }
   ++l.num_tokens;
+  return true;
+}
+
+void Engine::CountDecodeBatch(int64_t decodes) {
+  std::vector<int64_t>& h = stats_.decode_batch_steps;
+  if (static_cast<int64_t>(h.size()) <= decodes) h.resize(static_cast<size_t>(decodes) + 1, 0);
+  ++h[static_cast<size_t>(decodes)];
 }
 
 void Engine::CountGraphUse(const StepShape& shape) {
@@ -826,8 +901,12 @@ void Engine::CountGraphUse(const StepShape& shape) {
 void Engine::FinishStep(SimTime now) {
   FP_ASSERT(in_flight_ && now == step_end_);
   const StepShape shape = Summarize(chunks_);
-  stats_.prefill_tokens += shape.prefill_tokens;
-  stats_.decode_tokens += shape.decode_seqs;
+  // Verification chunks are prefill-shaped for the cost model; the counters keep them apart.
+  stats_.prefill_tokens += shape.prefill_tokens - step_verify_tokens_;
+  stats_.decode_tokens += shape.decode_seqs + step_verify_tokens_;
+  if (step_verify_tokens_ > 0) ++stats_.speculation.verify_steps;
+  if (config_.speculation.enabled()) stats_.speculation.ordinary_decodes += shape.decode_seqs;
+  if (shape.prefill_seqs == 0 && shape.decode_seqs > 0) CountDecodeBatch(shape.decode_seqs);
   ++stats_.steps;
   stats_.busy += now - step_start_;
   stats_.kv_peak_blocks = std::max(stats_.kv_peak_blocks, pool_.used_count());

@@ -6,18 +6,24 @@
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/rng.h"
 #include "fleetplan/perf/factory.h"
 
 namespace fleetplan {
 namespace {
 
-Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s, const FitRequest& fit) {
+StepModelContext CostContext(const Scenario& s, const FitRequest& fit) {
   StepModelContext ctx;
   ctx.memory = fit.memory;
   ctx.tp_link = s.intra_node_link;
   ctx.pp_link = fit.memory.layout.gpus() <= s.gpus_per_node ? s.intra_node_link : s.inter_node_link;
   ctx.scenario_dir = s.dir;
   ctx.cuda_graphs = s.cuda_graphs;
+  return ctx;
+}
+
+Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s, const FitRequest& fit) {
+  const StepModelContext ctx = CostContext(s, fit);
   if (s.step_model) {
     FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(*s.step_model, ctx));
     return std::shared_ptr<const StepCostModel>(std::move(model));
@@ -38,7 +44,15 @@ Expected<BoundPool> BindPool(const Scenario& s, const PoolSpec& pool) {
                               m.model.name, m.gpu.name, m.layout.tp, m.layout.pp, kv.kv_bytes_per_rank.count()));
   }
   FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> cost, BuildCostModel(s, pool.fit));
-  return BoundPool{pool.role, pool.replicas, pool.fit, kv, std::move(cost), std::nullopt};
+  BoundPool bound{pool.role, pool.replicas, pool.fit, kv, std::move(cost), nullptr, std::nullopt, std::nullopt};
+  if (s.speculation.enabled() && s.speculation.draft) {
+    FP_ASSIGN_OR_RETURN(BoundDraft draft, BindDraft(s.speculation, m, kv, CostContext(s, pool.fit)));
+    bound.kv.kv_blocks_per_replica = draft.memory.kv_blocks_after;
+    bound.kv.kv_bytes_per_rank = kv.kv_bytes_per_rank - draft.memory.weights_per_rank;
+    bound.draft_cost = std::move(draft.cost);
+    bound.draft_memory = draft.memory;
+  }
+  return bound;
 }
 
 Json RouterJson(const RouterConfig& r) {
@@ -73,12 +87,13 @@ Json EngineSettingsJson(const EngineConfig& e) {
                  {{"model_revision", e.prefix_cache.scope.model_revision},
                   {"tokenizer", e.prefix_cache.scope.tokenizer},
                   {"position_scheme", e.prefix_cache.scope.position_scheme},
-                  {"kv_format", e.prefix_cache.scope.kv_format}}}}}};
+                  {"kv_format", e.prefix_cache.scope.kv_format}}}}},
+              {"speculation", e.speculation.Describe()}};
 }
 
 Json PoolJson(const BoundPool& p) {
   const MemoryInputs& m = p.fit.memory;
-  return Json{{"role", std::string(PoolRoleName(p.role))},
+  Json j{{"role", std::string(PoolRoleName(p.role))},
               {"replicas", p.replicas},
               {"model", m.model.name},
               {"gpu", m.gpu.name},
@@ -93,6 +108,12 @@ Json PoolJson(const BoundPool& p) {
               {"kv_blocks_per_replica", p.kv.kv_blocks_per_replica},
               {"kv_bytes_per_token_per_rank", p.kv.kv_bytes_per_token_per_rank.count()},
               {"step_model", p.cost->Describe()}};
+  if (p.draft_cost) {
+    j["draft_step_model"] = p.draft_cost->Describe();
+    j["draft_weights_per_rank"] = p.draft_memory->weights_per_rank.count();
+    j["draft_kv_bytes_per_token_per_rank"] = p.draft_memory->kv_per_token_per_rank.count();
+  }
+  return j;
 }
 
 Json QuotaJson(const TenantQuota& q) {
@@ -148,6 +169,10 @@ FleetSetup FleetPlan::Setup() const {
     e.kv_blocks = p.kv.kv_blocks_per_replica;
     e.max_context = p.fit.context;  // model.max_context, as the scenario gives or defaults it
     if (!p.engine) e.cuda_graphs = cuda_graphs;
+    if (e.speculation.enabled()) {
+      e.speculation.draft_cost = p.draft_cost;
+      e.speculation.stream = RngStream(seed, "engine.speculation").seed();
+    }
     const int64_t gpus = p.fit.memory.layout.gpus();
     ReplicaSetup r{e, p.cost, p.role, p.kv.kv_bytes_per_token_per_rank.count() * gpus, 0};
     // Every rank sends its shard of the KV over its own NIC.
@@ -274,6 +299,18 @@ Expected<FleetPlan> Bind(const Scenario& s) {
   plan.slo = s.slo;
   plan.output = s.output;
   plan.notes = s.derived;
+  if (s.speculation.enabled()) {
+    plan.engine.speculation = s.speculation.config;
+    for (const BoundPool& p : plan.pools) {
+      if (!p.draft_memory) continue;
+      plan.notes.push_back(fmt::format(
+          "engine.speculation: the draft {} takes {:.2f} GiB of weights and {} bytes of KV per token per rank "
+          "from the KV pool of the {} pool: {} -> {} blocks per replica",
+          s.speculation.config.draft_model, p.draft_memory->weights_per_rank.gib(),
+          p.draft_memory->kv_per_token_per_rank.count(), PoolRoleName(p.role), p.draft_memory->kv_blocks_before,
+          p.draft_memory->kv_blocks_after));
+    }
+  }
   // Invalidations name tenants and adapters: resolve them against the workload's names
   // (a probe of the source; generators know every name up front).
   FP_ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> probe, MakeRequestSource(s.workload, s.seed));

@@ -167,14 +167,15 @@ FleetResult Collect(Simulation& sim, Report report, Duration span) {
   return r;
 }
 
-Json EngineJson(const FleetResult& r, bool cuda_graphs) {
+Json EngineJson(const FleetResult& r, bool cuda_graphs, bool speculation) {
   Json replicas = Json::array();
   for (const ReplicaResult& rep : r.replicas) {
-    Json j = rep.engine.ToJson(rep.kv_blocks, r.span, cuda_graphs);
+    Json j = rep.engine.ToJson(rep.kv_blocks, r.span, cuda_graphs, speculation);
+    j.erase("decode_batches");  // the fleet's histogram is the one the graphs gate reads
     j["replica"] = rep.id;
     replicas.push_back(std::move(j));
   }
-  Json j = r.engine.ToJson(r.kv_blocks, r.span * static_cast<int64_t>(r.replicas.size()), cuda_graphs);
+  Json j = r.engine.ToJson(r.kv_blocks, r.span * static_cast<int64_t>(r.replicas.size()), cuda_graphs, speculation);
   j.erase("kv_peak_utilization");  // a sum of per-replica peaks is not a fleet peak
   j["replicas"] = std::move(replicas);
   return j;
@@ -287,6 +288,16 @@ std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult&
                        g.decode_only_steps, 100.0 * rate(g.graphed_steps, g.decode_only_steps),
                        100.0 * rate(g.padded_slots - g.real_slots, g.padded_slots),
                        100.0 * rate(g.fallback_steps, g.decode_only_steps));
+  }
+  if (plan.engine.speculation.enabled()) {
+    const SpeculationCounters& sc = e.speculation;
+    const auto per = [](int64_t n, int64_t d) { return d > 0 ? static_cast<double>(n) / static_cast<double>(d) : 0.0; };
+    out += fmt::format("speculation ({}, {} tokens/round): {} rounds in {} steps, {:.2f} accepted and {:.2f} emitted "
+                       "per round (acceptance {:.1f}%), {} ordinary decodes, draft {:.1f} s of GPU time\n",
+                       plan.engine.speculation.method, plan.engine.speculation.tokens_per_round, sc.rounds,
+                       sc.verify_steps, per(sc.accepted_tokens, sc.rounds), per(sc.emitted_tokens, sc.rounds),
+                       100.0 * per(sc.accepted_tokens, sc.drafted_tokens), sc.ordinary_decodes,
+                       sc.draft_time.seconds());
   }
   out += ReplicaLines(r, pooled);
   for (const std::string& line : r.component_lines) out += line;
@@ -418,7 +429,7 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   j["workload"] = source->Describe();
   j["deployment"] = MemoryJson(plan);
   j["step_model"] = plan.primary_pool().cost->Describe();
-  j["engine"] = EngineJson(fleet, plan.cuda_graphs.enabled());
+  j["engine"] = EngineJson(fleet, plan.cuda_graphs.enabled(), plan.engine.speculation.enabled());
   j["replicas"] = sim->ReplicaReportJson(span, &j["engine"]["replicas"]);
   sim->AddComponentReports(span, j);
   j["overload"] = OverloadJson(fleet.overload);

@@ -146,6 +146,7 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   if (!node["host_overhead"].present()) s.derived.push_back("engine.host_overhead: 0 (not given)");
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
   NotePerfDefaults(step_model, node["cuda_graphs"], s);
+  FP_RETURN_IF_ERROR(section::ReadSpeculation(node["speculation"], s));
   return section::ReadAdapters(node["adapters"], s);
 }
 

@@ -66,6 +66,8 @@ inline bool HasPrefillPool(const Scenario& s) {
   return false;
 }
 
+// engine.speculation (speculation.cc); needs the deployment read.
+Status ReadSpeculation(const YamlNode& node, Scenario& s);
 // engine.adapters (adapter_component.cc).
 Status ReadAdapters(const YamlNode& node, Scenario& s);
 // deployment.disaggregation and faults (disaggregation.cc); both need the pools read.

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "fleetplan/core/limits.h"
 
 #include "fleetplan/core/units_parse.h"
 
@@ -76,6 +79,49 @@ Status ReadHistogram(const YamlNode& node, GraphsSpec& spec) {
   return Status::Ok();
 }
 
+// `batches_from: report.json`: the decode-only steps of a simulation, by batch size
+// (report.json engine.decode_batches), as shares of those steps.
+Status ReadSimulatedHistogram(const YamlNode& node, const std::string& spec_file, GraphsSpec& spec) {
+  FP_ASSIGN_OR_RETURN(std::string file, node.AsString());
+  const std::filesystem::path dir = std::filesystem::path(spec_file).parent_path();
+  const std::string path = std::filesystem::path(file).is_absolute() || dir.empty() ? file : (dir / file).string();
+  auto text = ReadFile(path);
+  if (!text.ok()) return node.Error(text.status().message());
+  if (FindJsonNestingBeyond(*text) != std::string::npos) return node.Error(fmt::format("{}: {}", path, JsonNestingMessage()));
+  const Json doc = Json::parse(*text, nullptr, false);
+  const auto not_a_report = [&] {
+    return node.Error(fmt::format("{} is not a simulation report with engine.decode_batches (report.json of "
+                                  "`fleetplan simulate`)",
+                                  path));
+  };
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("fleetplan_version")) return not_a_report();
+  const Json engine = doc.value("engine", Json());
+  if (!engine.is_object() || !engine.contains("decode_batches") || !engine["decode_batches"].is_array()) {
+    return not_a_report();
+  }
+  double total = 0;
+  std::vector<std::pair<int64_t, double>> counts;
+  for (const Json& row : engine["decode_batches"]) {
+    if (!row.is_array() || row.size() != 2 || !row[0].is_number_integer() || !row[1].is_number_integer()) {
+      return node.Error(fmt::format("{}: engine.decode_batches: expected [batch size, steps] pairs", path));
+    }
+    const int64_t b = row[0].get<int64_t>();
+    const int64_t n = row[1].get<int64_t>();
+    if (b < 1 || b > kMaxGraphGateBatch || n < 0 || (!counts.empty() && b <= counts.back().first)) {
+      return node.Error(fmt::format("{}: engine.decode_batches: batch sizes must increase within 1..{} with "
+                                    "counts >= 0",
+                                    path, kMaxGraphGateBatch));
+    }
+    if (n == 0) continue;
+    counts.emplace_back(b, static_cast<double>(n));
+    total += static_cast<double>(n);
+  }
+  if (total <= 0) return node.Error(fmt::format("{}: the simulation ran no decode-only step", path));
+  for (const auto& [b, n] : counts) spec.batches.emplace_back(b, n / total);
+  spec.batches_from = file;
+  return Status::Ok();
+}
+
 template <typename ReadValue>
 Expected<BatchTable> ReadTable(const YamlNode& node, ReadValue read) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
@@ -108,13 +154,20 @@ Expected<double> ReadBytesValue(const YamlNode& n) {
 }  // namespace
 
 Expected<GraphsSpec> ReadGraphsSpec(const YamlNode& root, const std::string& file) {
-  FP_RETURN_IF_ERROR(root.CheckKeys({"identity", "batches", "buckets", "eager_cpu", "graph_cpu", "graph_dispatch",
+  FP_RETURN_IF_ERROR(root.CheckKeys({"identity", "batches", "batches_from", "buckets", "eager_cpu", "graph_cpu", "graph_dispatch",
                                      "gpu", "graph_memory", "memory_budget", "capture_time"}));
   if (!root.IsMap()) return root.Error("expected a mapping (batches, buckets, eager_cpu, graph_cpu, ...)");
   GraphsSpec spec;
   spec.file = file;
   FP_ASSIGN_OR_RETURN(spec.identity, ReadIdentity(root["identity"]));
-  FP_RETURN_IF_ERROR(ReadHistogram(root["batches"], spec));
+  if (root["batches"].present() && root["batches_from"].present()) {
+    return root["batches_from"].Error("give either `batches` (a histogram) or `batches_from` (a report.json), not both");
+  }
+  if (root["batches_from"].present()) {
+    FP_RETURN_IF_ERROR(ReadSimulatedHistogram(root["batches_from"], file, spec));
+  } else {
+    FP_RETURN_IF_ERROR(ReadHistogram(root["batches"], spec));
+  }
   FP_ASSIGN_OR_RETURN(auto items, root["buckets"].Items());
   for (const YamlNode& item : items) {
     FP_ASSIGN_OR_RETURN(int64_t b, item.AsIntAtLeast(1));
@@ -162,6 +215,7 @@ GraphsEvaluation EvaluateBuckets(const GraphsSpec& spec, const std::vector<int64
     row.eager_ms = spec.eager_cpu_ms + gpu.value_or(0);
     auto it = std::lower_bound(buckets.begin(), buckets.end(), b);
     double step = row.eager_ms;
+    if (it == buckets.end()) e.fallback_rate += share;  // summed, not 1 - hit rate: no rounding residue
     if (it != buckets.end()) {
       row.bucket = *it;
       row.padded_slots = *it - b;
@@ -186,7 +240,6 @@ GraphsEvaluation EvaluateBuckets(const GraphsSpec& spec, const std::vector<int64
   e.graph_memory_bytes = memory >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(std::llround(memory));
   std::sort(e.uncovered.begin(), e.uncovered.end());
   e.uncovered.erase(std::unique(e.uncovered.begin(), e.uncovered.end()), e.uncovered.end());
-  e.fallback_rate = std::max(0.0, 1 - e.bucket_hit_rate);
   e.padding_ratio = slots > 0 ? padded / slots : 0;
   return e;
 }
@@ -223,6 +276,7 @@ std::vector<int64_t> ProposeBuckets(const GraphsSpec& spec) {
 GraphsGateResult RunGraphsGate(const GraphsSpec& spec) {
   GraphsGateResult r;
   r.file = spec.file;
+  r.batches_from = spec.batches_from;
   r.identity = spec.identity;
   r.candidate = EvaluateBuckets(spec, spec.buckets);
   r.eager = EvaluateBuckets(spec, {});
@@ -297,6 +351,7 @@ Json ToJson(const GraphsGateResult& r) {
   Json j = EvaluationJson(r.candidate);
   j["gate"] = "graphs";
   j["file"] = r.file;
+  j["batches_from"] = r.batches_from.empty() ? Json(nullptr) : Json(r.batches_from);
   j["identity"] = ToJson(r.identity);
   j["memory_budget_bytes"] = static_cast<int64_t>(r.memory_budget_bytes);
   j["eager_expected_step_ms"] = ReportMs(r.eager.expected_step_ms);

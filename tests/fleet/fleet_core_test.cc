@@ -251,9 +251,9 @@ TEST(PushApi, CancelBeforeArrivalEndsTheRequestAtItsArrival) {
   EXPECT_EQ(outcomes.by_id[7].output_tokens, 0);
 }
 
-// Random fleets with pools, faults, replication, adapters, invalidations, deadlines and
-// cancellations (small KV pools, so the recount after every event stays cheap under the
-// sanitizers): the fleet's invariants (blocks, requests and in-flight handoffs recounted
+// Random fleets with pools, faults, replication, adapters, speculative rounds,
+// invalidations, deadlines and cancellations (small KV pools, so the recount after every
+// event stays cheap under the sanitizers): the fleet's invariants (blocks, requests and in-flight handoffs recounted
 // across replicas and stages) hold after every event.
 // Four shards of four random fleets each (separate test cases, so each stays well inside
 // the test timeout under the sanitizers).
@@ -292,6 +292,12 @@ TEST_P(FleetInvariants, HoldAfterEveryEventOnRandomScenarios) {
     text += "router:\n  policy: " + std::string(replication ? "cache-aware" : pick({"cache-aware", "least-outstanding"})) +
             "\n  telemetry_delay: " + pick({"0s", "30ms"}) + "\n";
     if (replication) text += "  replication: {replica_rate: 2/s, prefix_tokens: 256, window: 2s, min_hold: 1s}\n";
+    // Speculative rounds (larger decode chunks, several tokens per step) on the fleets
+    // without pools: drawn after the router so the earlier choices stay as they were.
+    if (!pools && rng.NextBelow(2) == 0) {
+      const std::string speculation = "  speculation: {method: ngram, tokens_per_round: 3, acceptance: [0.7, 0.6, 0.5]}\n";
+      text.insert(text.find("router:\n"), speculation);
+    }
     text += "workload:\n  requests: 60\n  arrival: {process: poisson, rate: " + pick({"5/s", "20/s"}) +
             "}\n  tenants: {count: 3, popularity: {zipf: 1.5}}\n";
     if (adapters) text += "  adapters: {count: 6, popularity: {zipf: 1.2}}\n";

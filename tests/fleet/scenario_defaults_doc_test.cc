@@ -203,6 +203,7 @@ enum class Variant {
   kWeighted,         // router.policy: weighted
   kAdapterAware,     // router.policy: adapter-aware
   kAdapters,         // engine.adapters with size and memory_budget
+  kSpeculation,      // engine.speculation, method draft, its required keys only
   kAdmission,        // admission with one class given no keys
   kAdmissionQuota,   // kAdmission + admission.tenant_quota.token_rate
   kAutoscaling,          // autoscaling with its one required key, target
@@ -227,6 +228,9 @@ std::string TextOf(Variant v) {
     case Variant::kWeighted: return Minimal("router: {policy: weighted}\n");
     case Variant::kAdapterAware: return Minimal("router: {policy: adapter-aware}\n");
     case Variant::kAdapters: return Minimal("engine: {adapters: {size: 100MiB, memory_budget: 1GiB}}\n");
+    case Variant::kSpeculation:
+      return Minimal("engine: {speculation: {method: draft, draft: {model: llama-3.1-8b}, tokens_per_round: 2, "
+                     "acceptance: [0.5, 0.5]}}\n");
     case Variant::kAdmission: return Minimal("admission: {classes: {chat: {}}}\n");
     case Variant::kAdmissionQuota:
       return Minimal("admission: {classes: {chat: {}}, tenant_quota: {token_rate: 1000/s}}\n");
@@ -241,7 +245,7 @@ const std::vector<Variant>& AllVariants() {
   static const std::vector<Variant> all = {
       Variant::kMinimal,      Variant::kPools,         Variant::kFaultsDelay,      Variant::kFaultsFailure,
       Variant::kPrefixCache,  Variant::kReplication,   Variant::kPriorityAging,    Variant::kLeastOutstanding,
-      Variant::kWeighted,     Variant::kAdapterAware,  Variant::kAdapters,         Variant::kAdmission,
+      Variant::kWeighted,     Variant::kAdapterAware,  Variant::kAdapters,         Variant::kSpeculation,  Variant::kAdmission,
       Variant::kAdmissionQuota, Variant::kAutoscaling,
       Variant::kAutoscalingPanic, Variant::kAutoscalingForecast};
   return all;
@@ -443,6 +447,10 @@ const std::vector<Row>& Rows() {
       {"engine.prefix_cache.scope.position_scheme", Variant::kPrefixCache,
        [](S s) { return s.engine.prefix_cache.scope.position_scheme; },
        Exact("engine.prefix_cache.scope.position_scheme: rope (rotary; not given)")},
+      {"engine.speculation.min_remaining", Variant::kSpeculation,
+       [](S s) { return Int(s.speculation.config.min_remaining); }, Promised()},
+      {"engine.speculation.draft.weight_dtype", Variant::kSpeculation,
+       [](S s) { return std::string(DTypeName(s.speculation.draft_weight_dtype)); }, Promised()},
       {"engine.host_overhead", Variant::kMinimal, [](S s) { return DurationText(s.engine.host_overhead); },
        Exact("engine.host_overhead: 0 (not given)")},
       {"router.policy", Variant::kMinimal, [](S s) { return s.router.policy; }, Promised()},
@@ -593,6 +601,26 @@ const std::vector<NonConstant>& NonConstants() {
        }},
       {"workload", "required", NonConstant::kRequired,
        [] { ExpectRejected(Without(Minimal(), kWorkload), "workload"); }},
+      {"engine.speculation.method", "required when engine.speculation is given", NonConstant::kRequired,
+       [] {
+         ExpectRejected(Minimal("engine: {speculation: {tokens_per_round: 1, acceptance: [0.5]}}\n"),
+                        "engine.speculation.method");
+       }},
+      {"engine.speculation.tokens_per_round", "required when engine.speculation is given", NonConstant::kRequired,
+       [] {
+         ExpectRejected(Minimal("engine: {speculation: {method: ngram, acceptance: [0.5]}}\n"),
+                        "engine.speculation.tokens_per_round");
+       }},
+      {"engine.speculation.acceptance", "required when engine.speculation is given", NonConstant::kRequired,
+       [] {
+         ExpectRejected(Minimal("engine: {speculation: {method: ngram, tokens_per_round: 1}}\n"),
+                        "engine.speculation.acceptance");
+       }},
+      {"engine.speculation.draft.model", "required with method draft", NonConstant::kRequired,
+       [] {
+         ExpectRejected(Minimal("engine: {speculation: {method: draft, tokens_per_round: 1, acceptance: [0.5]}}\n"),
+                        "engine.speculation.draft");
+       }},
       {"engine.adapters.size", "required when engine.adapters is given", NonConstant::kRequired,
        [] { ExpectRejected(Minimal("engine: {adapters: {memory_budget: 1GiB}}\n"), "engine.adapters.size"); }},
       {"engine.adapters.memory_budget", "required when engine.adapters is given", NonConstant::kRequired,
@@ -935,6 +963,25 @@ const std::vector<NonConstant>& NonConstants() {
          ASSERT_EQ(s->pools.size(), 1u);
          EXPECT_EQ(s->pools[0].role, PoolRole::kMixed);
          EXPECT_EQ(s->pools[0].replicas, s->replicas);
+       }},
+      {"engine.speculation", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->speculation.enabled());
+       }},
+      {"engine.speculation.disable_above_batch", "none", NonConstant::kNone,
+       [] {
+         const Scenario* s = Get(Variant::kSpeculation);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->speculation.config.disable_above_batch.has_value());
+       }},
+      {"engine.speculation.draft.step_model", "roofline of the draft model", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kSpeculation);
+         ASSERT_NE(s, nullptr);
+         EXPECT_FALSE(s->speculation.draft_step_model.has_value());
+         EXPECT_TRUE(HasNote(s->derived, "engine.speculation.draft.step_model: roofline of the draft model (not given)"));
        }},
       {"engine.cuda_graphs", "none", NonConstant::kNone,
        [] {

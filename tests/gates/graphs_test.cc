@@ -1,10 +1,14 @@
 // The graphs gate: per-batch eager and graph step times, the distribution's figures, the
 // bucket proposal under a memory budget, and holds on missing evidence.
+#include <filesystem>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "fleetplan/core/json.h"
+#include "fleetplan/fleet/run.h"
+#include "fleetplan/fleet/scenario.h"
 #include "fleetplan/gates/graphs.h"
 
 namespace fleetplan {
@@ -111,6 +115,87 @@ TEST(GraphsGate, InputErrorsAreLocated) {
   bad = Read(Spec("1GiB", "{one: 1}"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("expected a batch size between 1 and 65536"));
+}
+
+}  // namespace
+}  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+// `batches_from`: the histogram of a simulation's decode-only steps (report.json
+// engine.decode_batches), here from a run of a small fleet in this process.
+std::string SimulatedReport(const std::string& dir) {
+  const std::string scenario =
+      "version: 1\nname: graphs-source\nseed: 5\n"
+      "model: {name: llama-3.1-8b, max_context: 8192}\n"
+      "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 1}\n"
+      "deployment: {replicas: 1, tp: 1}\n"
+      "engine:\n  scheduler: {policy: decode-first, max_batched_tokens: 8192, max_running: 64}\n"
+      "workload:\n  requests: 120\n  arrival: {process: poisson, rate: 10/s}\n"
+      "  classes:\n    chat: {share: 1.0, prompt: [{segment: unique, tokens: 200}], output_tokens: {uniform: [20, 200]}}\n";
+  auto s = LoadScenarioText(scenario, "graphs-source.yaml", "");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  RunOptions opt;
+  opt.write_files = false;
+  auto r = RunScenario(*s, opt);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  const std::string path = dir + "/report.json";
+  EXPECT_TRUE(WriteFileAtomic(path, *PrettyJson(r->report)).ok());
+  return path;
+}
+
+Expected<GraphsSpec> ReadAt(const std::string& text, const std::string& file) {
+  Expected<YamlDocument> doc = YamlDocument::LoadString(text, file);
+  if (!doc.ok()) return doc.status();
+  return ReadGraphsSpec(doc->root(), file);
+}
+
+TEST(GraphsGate, TheHistogramComesFromASimulationsDecodeBatches) {
+  const std::string dir = ::testing::TempDir() + "/graphs-from-report";
+  std::filesystem::create_directories(dir);
+  const std::string report = SimulatedReport(dir);
+  const Json j = Json::parse(*ReadFile(report));
+  const Json& batches = j["engine"]["decode_batches"];
+  ASSERT_FALSE(batches.empty());
+  double steps = 0;
+  for (const Json& row : batches) steps += row[1].get<double>();
+  // Relative to the spec file: report.json beside graphs.yaml.
+  std::string text = Spec();
+  text.replace(text.find("batches: {1: 0.5, 3: 0.3, 20: 0.2}"), 34, "batches_from: report.json");
+  text.replace(text.find("gpu: {1: 6ms, 4: 6.6ms, 8: 7ms, 32: 9ms}"), 40, "gpu: {1: 6ms, 4: 6.6ms, 8: 7ms, 64: 11ms}");
+  auto spec = ReadAt(text, dir + "/graphs.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  ASSERT_EQ(spec->batches.size(), batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(spec->batches[i].first, batches[i][0].get<int64_t>());
+    EXPECT_DOUBLE_EQ(spec->batches[i].second, batches[i][1].get<double>() / steps);
+  }
+  const GraphsGateResult r = RunGraphsGate(*spec);
+  EXPECT_EQ(r.batches_from, "report.json");
+  EXPECT_EQ(ToJson(r)["batches_from"], "report.json");
+  EXPECT_EQ(ToJson(r)["per_batch"].size(), batches.size());
+}
+
+TEST(GraphsGate, ASimulatedHistogramMustBeASimulationReport) {
+  const std::string dir = ::testing::TempDir() + "/graphs-bad-report";
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteFileAtomic(dir + "/not-a-report.json", "{\"points\": []}").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/idle.json",
+                              "{\"fleetplan_version\": \"x\", \"engine\": {\"decode_batches\": []}}")
+                  .ok());
+  const auto message = [&](const std::string& batches) {
+    std::string text = Spec();
+    text.replace(text.find("batches: {1: 0.5, 3: 0.3, 20: 0.2}"), 34, batches);
+    auto spec = ReadAt(text, dir + "/graphs.yaml");
+    EXPECT_FALSE(spec.ok()) << batches;
+    return spec.ok() ? std::string() : spec.status().message();
+  };
+  EXPECT_THAT(message("batches_from: not-a-report.json"), HasSubstr("is not a simulation report"));
+  EXPECT_THAT(message("batches_from: idle.json"), HasSubstr("ran no decode-only step"));
+  EXPECT_THAT(message("batches_from: missing.json"), HasSubstr("missing.json"));
+  EXPECT_THAT(message("batches: {1: 1}\nbatches_from: idle.json"), HasSubstr("not both"));
+  EXPECT_THAT(message("batches_from: idle.json"), HasSubstr("graphs.yaml:"));
 }
 
 }  // namespace

@@ -109,6 +109,21 @@ TEST_F(SweepSpecFile, AnUnknownKeyPathIsLocatedWithDidYouMean) {
       << over.status().message();
 }
 
+TEST_F(SweepSpecFile, SpeculationKeysAreFormatKeysEvenWhenTheBaseHasNone) {
+  // The base declares no engine.speculation; the overrides add it and the axis varies its
+  // batch limit: every path is a key of the format.
+  auto spec = Spec(
+      "version: 1\nbase: small.yaml\n"
+      "overrides: {engine.speculation.method: ngram, engine.speculation.tokens_per_round: 1, "
+      "engine.speculation.acceptance: [0.5]}\n"
+      "axes:\n  engine.speculation.disable_above_batch: [4, 8]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  auto typo = Spec("version: 1\nbase: small.yaml\naxes:\n  engine.speculation.tokens_per_rnd: [1, 2]\n");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("did you mean 'engine.speculation.tokens_per_round'?"), std::string::npos)
+      << typo.status().message();
+}
+
 TEST_F(SweepSpecFile, RejectsWhatCannotBeASweep) {
   for (const char* text : {
            "base: small.yaml\n",                                                          // no version

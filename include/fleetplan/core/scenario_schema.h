@@ -35,7 +35,13 @@ inline const std::vector<std::string> kServeStall = {"probability", "duration"};
 inline const std::vector<std::string> kTransferFaults = {"delay", "delay_probability", "failure_probability"};
 inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "ep", "gpu_memory_utilization"};
 inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",
-                                                 "step_model", "host_overhead", "cuda_graphs", "adapters"};
+                                                 "step_model", "host_overhead", "cuda_graphs", "adapters",
+                                                 "speculation"};
+// engine.speculation: speculative decoding (fleet/speculation.h).
+inline const std::vector<std::string> kSpeculation = {"method", "draft", "tokens_per_round", "acceptance",
+                                                      "disable_above_batch", "min_remaining"};
+inline const std::vector<std::string> kSpeculationDraft = {"model", "weight_dtype", "step_model"};
+inline const std::vector<std::string> kSpeculationAcceptance = {"rounds"};
 // engine.adapters: LoRA residency per replica (fleet/adapters.h).
 inline const std::vector<std::string> kAdapters = {"size", "load_time", "memory_budget"};
 inline const std::vector<std::string> kScheduler = {"policy",           "max_batched_tokens", "max_running",

@@ -73,6 +73,7 @@
 #include "fleetplan/engine/block_hash.h"
 #include "fleetplan/engine/kv_pool.h"
 #include "fleetplan/engine/scheduling_policy.h"
+#include "fleetplan/engine/speculation.h"
 #include "fleetplan/perf/cuda_graphs.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleetplan/workload/request.h"
@@ -103,6 +104,8 @@ struct EngineConfig {
   // engine.cuda_graphs: only counted here (bucket hit, padding, fallback); the cost of a
   // graphed step is the step model's (perf GraphedStepModel). Disabled = nothing counted.
   CudaGraphPolicy cuda_graphs;
+  // engine.speculation (engine/speculation.h); disabled = ordinary decoding.
+  SpeculationConfig speculation;
 };
 
 // What an invalidation changes. Values reach JSON by name (InvalidationKindName) and
@@ -245,13 +248,19 @@ struct EngineStats {
   int64_t extrapolated_steps = 0;     // steps the cost model had to extrapolate
   double kv_cached_block_seconds = 0;  // integral of published blocks over time
   GraphCounters cuda_graphs;           // zero when engine.cuda_graphs is off
+  SpeculationCounters speculation;     // zero when engine.speculation is off
+  // Decode-only steps by their decode batch size (index = batch size; trailing zeros
+  // trimmed): the distribution the graphs gate chooses buckets for.
+  std::vector<int64_t> decode_batch_steps;
   PrefixCacheCounters prefix_cache;    // all classes
   std::vector<PrefixCacheCounters> prefix_cache_by_class;  // index: ClassId
   // Adds `prefix_cache` (PrefixCacheCounters::ToJson plus mean_pool_share, the mean share
   // of the pool holding published blocks) to the engine figures.
-  // `cuda_graphs` (GraphCounters::ToJson) is always present, `enabled` false when off.
-  Json ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled) const;
-  // Fleet totals: counts and integrals add, max_decode_gap takes the maximum; the sum of
+  // `cuda_graphs` (GraphCounters::ToJson) is always present, `enabled` false when off;
+  // `speculation` (SpeculationCounters::ToJson) only when it is on; `decode_batches`
+  // lists [batch size, decode-only steps] for every size that ran.
+  Json ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled, bool speculation_enabled = false) const;
+  // Fleet totals: counts, integrals and histograms add, max_decode_gap takes the maximum; the sum of
   // kv_peak_blocks is not a fleet peak (callers must not report it as one). Per-class
   // counters are left alone (read them per replica: Engine::prefix_cache_for_class).
   EngineStats& operator+=(const EngineStats& o);
@@ -361,6 +370,7 @@ class Engine {
   struct Live;  // per-request state, freed when the request ends
   struct Planned {
     int32_t slot;
+    int32_t drafted;     // speculative tokens verified with this chunk (0: not a round)
     int64_t new_tokens;
   };
 
@@ -441,7 +451,11 @@ class Engine {
   // false when there is none or the victim is `keep_slot` itself.
   bool PreemptOneAfter(int32_t keep_slot);
   void Preempt(int32_t slot);
-  void AddChunk(int32_t slot, int64_t new_tokens);
+  void AddChunk(int32_t slot, int64_t new_tokens, int32_t drafted = 0);
+  // Speculation: the tokens a decoding request drafts this step (0: decodes ordinarily),
+  // and the draft model's GPU time for the rounds in the plan.
+  int64_t DraftTokens(const Live& l, int64_t budget) const;
+  Duration DraftTime();
   int64_t CapByStepTime(int64_t new_tokens, int64_t context) const;
   void InsertRunning(int32_t slot);
   void RemoveRunning(int32_t slot);
@@ -449,7 +463,12 @@ class Engine {
   void ApplyChunk(const Planned& p, SimTime now);
   template <bool kTokenEvents>
   void ApplyPlan(SimTime now);  // every chunk of the step in flight
+  // One sampled token of a running request at `now`: first-token and gap bookkeeping,
+  // the token event, and the end of its answer. Returns false when the request ended.
+  template <bool kTokenEvents>
+  bool SampleToken(int32_t slot, SimTime now);
   void CountGraphUse(const StepShape& shape);
+  void CountDecodeBatch(int64_t decodes);  // stats_.decode_batch_steps
 
   // Prefix cache (engine_prefix.cc).
   struct Match {
@@ -507,6 +526,9 @@ class Engine {
   Duration step_gpu_;
   std::vector<Planned> plan_;
   std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
+  bool speculate_this_step_ = false;   // ScheduleDecodes may draft (speculation policy)
+  int64_t step_verify_tokens_ = 0;     // tokens of the step's verification chunks
+  std::vector<StepChunk> draft_chunks_;  // DraftTime's scratch
   std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;
   int64_t outstanding_tokens_ = 0;

@@ -37,6 +37,10 @@ struct BoundPool {
   FitRequest fit;
   KvPoolSize kv;
   std::shared_ptr<const StepCostModel> cost;
+  // engine.speculation with a draft model: the draft's step model and what it took from
+  // the KV pool (kv above is already the pool it leaves).
+  std::shared_ptr<const StepCostModel> draft_cost;
+  std::optional<DraftMemory> draft_memory;
   // This pool's engine settings (kv_blocks and max_context still the pool's) when they are
   // not the plan's: set by callers that put another revision's pool beside the plan's
   // (canary); absent from a bound scenario.

@@ -30,6 +30,7 @@
 #include "fleetplan/fleet/router.h"
 #include "fleetplan/fleet/serve_faults.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/fleet/speculation.h"
 #include "fleetplan/memory/fit.h"
 #include "fleetplan/metrics/slo.h"
 #include "fleetplan/perf/cuda_graphs.h"
@@ -118,6 +119,7 @@ struct Scenario {
   CudaGraphPolicy cuda_graphs;
   // engine.step_model when given (read by perf/factory.h when the run is built).
   std::optional<YamlNode> step_model;
+  SpeculationSpec speculation;  // engine.speculation (off when not given)
 
   RouterConfig router;
   ReplicationConfig replication;  // router.replication (off when not given)

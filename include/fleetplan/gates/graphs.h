@@ -6,6 +6,9 @@
 //   batches: {1: 0.3, 2-4: 0.3, 5-16: 0.3, 17-48: 0.1}  decode batch size or range -> share
 //                                    (a range spreads its share evenly over its sizes;
 //                                    shares are normalised to sum to 1)
+//   batches_from: run/report.json    instead of `batches`: a simulation's decode-only steps
+//                                    by batch size (report.json engine.decode_batches),
+//                                    relative to this file
 //   buckets: [1, 2, 4, 8, 16, 32]    the candidate bucket set (strictly increasing)
 //   eager_cpu: 4ms                   CPU launch time of one eager decode step
 //   graph_cpu: 0.3ms                 CPU time of one graph replay
@@ -60,6 +63,7 @@ struct GraphsSpec {
   std::string file;
   EvidenceIdentity identity;
   std::vector<std::pair<int64_t, double>> batches;  // (size, share), ascending, shares sum to 1
+  std::string batches_from;  // the report.json the histogram came from ("" = declared)
   std::vector<int64_t> buckets;
   double eager_cpu_ms = 0;
   double graph_cpu_ms = 0;
@@ -99,6 +103,7 @@ std::vector<int64_t> ProposeBuckets(const GraphsSpec& spec);
 
 struct GraphsGateResult {
   std::string file;
+  std::string batches_from;
   EvidenceIdentity identity;
   GraphsEvaluation candidate;
   GraphsEvaluation eager;      // no buckets
