@@ -657,7 +657,10 @@ bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
 
 int64_t Engine::CapByStepTime(int64_t new_tokens, int64_t context) const {
   const auto cap = policy_->StepTimeCap();
-  const bool decoding = std::any_of(chunks_.begin(), chunks_.end(), [](const StepChunk& c) { return c.decode; });
+  // A speculative round is a decoder too (its chunk is prefill-shaped). The draft model's
+  // time is not in the trial: the cap bounds the target's step.
+  const bool decoding = step_verify_tokens_ > 0 ||
+                        std::any_of(chunks_.begin(), chunks_.end(), [](const StepChunk& c) { return c.decode; });
   if (!cap || !decoding) return new_tokens;
   std::vector<StepChunk> trial(chunks_);
   trial.push_back({context, new_tokens, false});
@@ -914,7 +917,7 @@ void Engine::FinishStep(SimTime now) {
   stats_.kv_cached_block_seconds += static_cast<double>(pool_.cached_count()) * (now - step_start_).seconds();
   if (config_.cuda_graphs.enabled()) CountGraphUse(shape);
   const auto cap = policy_->StepTimeCap();
-  if (cap && shape.decode_seqs > 0 && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
+  if (cap && (shape.decode_seqs > 0 || step_verify_tokens_ > 0) && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
   if (observer_ != nullptr) {
     observer_->OnStep({replica_, step_start_, now, shape, step_host_, step_gpu_, pool_.used_count(),
                        pool_.cached_count(), pool_.evictable_count(), waiting_count(), running_count()});

@@ -245,3 +245,33 @@ TEST(EngineSpeculation, DecodeOnlyStepsAreCountedByBatchSize) {
 
 }  // namespace
 }  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+TEST(EngineSpeculation, ABoundedChunkStallCapHoldsWhileRoundsRun) {
+  // bounded-chunk caps a step at max_decode_stall while anything decodes; a request in a
+  // speculative round is decoding, though its chunk is prefill-shaped. Cap 3 ms: with
+  // 1 ms base, a 5-token verification (50 us) leaves room for 195 prompt tokens.
+  const testing::TestCostModel cost(Ms(1), Us(10), Us(100));
+  EngineConfig c = SpecConfig(4, 1.0);
+  c.scheduler.policy = "bounded-chunk";
+  c.scheduler.chunk_tokens = 2048;
+  c.scheduler.max_batched_tokens = 4096;
+  c.scheduler.max_decode_stall = Ms(3);
+  testing::RecordingObserver obs;
+  auto e = testing::MakeEngine(c, cost, &obs);
+  testing::RunEngine(*e, {testing::MakeRequest(1, SimTime(), 16, 200), testing::MakeRequest(2, SimTime() + Ms(5), 2000, 5)});
+  int64_t shared_steps = 0;
+  for (const StepRecord& s : obs.steps) {
+    if (s.shape.prefill_seqs < 2) continue;  // a round beside a prompt chunk
+    ++shared_steps;
+    EXPECT_LE(s.end - s.start, Ms(3)) << "prefill tokens " << s.shape.prefill_tokens;
+  }
+  EXPECT_GT(shared_steps, 5);
+  EXPECT_EQ(e->stats().steps_over_time_cap, 0);
+  testing::ExpectPoolAtBaseline(*e);
+}
+
+}  // namespace
+}  // namespace fleetplan
