@@ -1,6 +1,7 @@
 // `fleetplan layout`: which TP × PP × EP × DP composition each replica should use on a
-// cluster, ranked for prefill and decode, with every rejected composition's reason.
-// Parses flags, calls plan/layout, prints. Values are taken as text and parsed here so a
+// cluster, ranked for prefill and decode, with every rejected composition's reason; with
+// --scenario, ranked at the workload's operating points and the top K simulated on it
+// (plan/workload_layout.h). Parses flags, calls plan/layout, prints. Values are taken as text and parsed here so a
 // bad value is a located input error (exit 3): "--batch: expected an integer, got 'x'".
 #include <fmt/format.h>
 
@@ -9,6 +10,8 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/verbs.h"
@@ -16,10 +19,12 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/progress.h"
+#include "fleetplan/fleet/scenario.h"
 #include "fleetplan/memory/fit_request.h"
 #include "fleetplan/plan/cluster_file.h"
 #include "fleetplan/plan/layout.h"
 #include "fleetplan/plan/layout_report.h"
+#include "fleetplan/plan/workload_layout.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -32,7 +37,7 @@ struct TextFlag {
 
 struct LayoutFlags {
   TextFlag model, cluster, weight_dtype, kv_dtype, context, batch, prefill_tokens, microbatches, runtime, all_reduce,
-      tp, pp, ep, dp, utilization, rows, close_call;
+      tp, pp, ep, dp, utilization, rows, close_call, scenario, simulate_top, jobs;
   std::vector<std::string> catalogs;
   std::vector<std::string> without;
   bool allow_cross_node_tp = false;
@@ -93,7 +98,10 @@ Expected<AllReduceAlgorithm> ParseAlgorithm(const std::string& text) {
   return FlagError("--all-reduce", UnknownNameMessage("all-reduce algorithm", text, names));
 }
 
-Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& r, std::vector<std::string>& derived) {
+Status FillCommon(const LayoutFlags& f, LayoutRequest& r);
+void CommonDerived(const LayoutFlags& f, const LayoutRequest& r, std::vector<std::string>& derived);
+
+Status FillModel(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& r, std::vector<std::string>& derived) {
   Expected<ModelSpec> model = catalog.Model(f.model.text);
   if (!model.ok()) return FlagError("--model", model.status().message());
   r.model = std::move(model).value();
@@ -111,11 +119,36 @@ Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& 
     derived.push_back(fmt::format("kv_dtype {}: the activation format, as fit (--kv-dtype not given)",
                                   DTypeName(r.kv_dtype)));
   }
+  return Status::Ok();
+}
+
+Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& r, std::vector<std::string>& derived) {
+  FP_RETURN_IF_ERROR(FillModel(f, catalog, r, derived));
   const bool context_capped = !f.context.given() && r.model.max_context > 0 && r.model.max_context < r.context;
   if (context_capped) r.context = r.model.max_context;
   FP_RETURN_IF_ERROR(SetInt(f.context, "--context", r.context));
   FP_RETURN_IF_ERROR(SetInt(f.batch, "--batch", r.batch));
   FP_RETURN_IF_ERROR(SetInt(f.prefill_tokens, "--prefill-tokens", r.prefill_tokens));
+  FP_RETURN_IF_ERROR(FillCommon(f, r));
+  r.keep_near_misses = true;
+  if (!f.context.given()) {
+    derived.push_back(fmt::format("context {}: {} (--context not given)", r.context,
+                                  context_capped ? "the model's max_context, below the default" : "default"));
+  }
+  if (!f.batch.given()) derived.push_back(fmt::format("batch {}: default (--batch not given)", r.batch));
+  if (!f.utilization.given()) {
+    derived.push_back(fmt::format("gpu_memory_utilization {}: default, as fit (--gpu-memory-utilization not given)",
+                                  r.gpu_memory_utilization));
+  }
+  CommonDerived(f, r, derived);
+  if (!f.prefill_tokens.given()) {
+    derived.push_back(fmt::format("prefill tokens {}: default (--prefill-tokens not given)", r.prefill_tokens));
+  }
+  return Status::Ok();
+}
+
+// Flags that apply with and without --scenario.
+Status FillCommon(const LayoutFlags& f, LayoutRequest& r) {
   FP_RETURN_IF_ERROR(SetInt(f.microbatches, "--microbatches", r.microbatches));
   FP_RETURN_IF_ERROR(SetOptionalInt(f.tp, "--tp", r.tp));
   FP_RETURN_IF_ERROR(SetOptionalInt(f.pp, "--pp", r.pp));
@@ -136,15 +169,10 @@ Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& 
     FP_ASSIGN_OR_RETURN(r.close_call_share, NumberFlag("--close-call", f.close_call.text));
   }
   r.allow_cross_node_tp = f.allow_cross_node_tp;
-  if (!f.context.given()) {
-    derived.push_back(fmt::format("context {}: {} (--context not given)", r.context,
-                                  context_capped ? "the model's max_context, below the default" : "default"));
-  }
-  if (!f.batch.given()) derived.push_back(fmt::format("batch {}: default (--batch not given)", r.batch));
-  if (!f.utilization.given()) {
-    derived.push_back(fmt::format("gpu_memory_utilization {}: default, as fit (--gpu-memory-utilization not given)",
-                                  r.gpu_memory_utilization));
-  }
+  return Status::Ok();
+}
+
+void CommonDerived(const LayoutFlags& f, const LayoutRequest& r, std::vector<std::string>& derived) {
   if (!f.microbatches.given()) {
     derived.push_back(fmt::format("microbatches {}: default (--microbatches not given)", r.microbatches));
   }
@@ -153,10 +181,6 @@ Status FillRequest(const LayoutFlags& f, const Catalog& catalog, LayoutRequest& 
     derived.push_back(fmt::format("all-reduce {}: default (--all-reduce not given)",
                                   AllReduceAlgorithmName(r.all_reduce)));
   }
-  if (!f.prefill_tokens.given()) {
-    derived.push_back(fmt::format("prefill tokens {}: default (--prefill-tokens not given)", r.prefill_tokens));
-  }
-  return Status::Ok();
 }
 
 Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
@@ -164,7 +188,80 @@ Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
   return Catalog::WithUserFiles(paths);
 }
 
+// The name --scenario gives the built-in Atlas scenario (`fleetplan simulate --print-scenario`).
+constexpr std::string_view kBuiltinScenario = "atlas";
+
+Expected<Scenario> LoadLayoutScenario(const LayoutFlags& f) {
+  ScenarioLoadOptions load;
+  load.catalogs = f.catalogs;
+  if (f.scenario.text == kBuiltinScenario) return LoadAtlasScenario(load);
+  return LoadScenario(f.scenario.text, load);
+}
+
+// The scenario's own hardware as a cluster short form, when --cluster is not given.
+std::string ScenarioCluster(const Scenario& s) {
+  return fmt::format("{}x{}x{}", s.nodes, s.gpus_per_node, s.fit.memory.gpu.name);
+}
+
+// Flags --scenario replaces with the scenario's own values.
+Status CheckScenarioFlags(const LayoutFlags& f) {
+  const std::pair<const TextFlag*, const char*> replaced[] = {
+      {&f.model, "--model"},     {&f.weight_dtype, "--weight-dtype"}, {&f.kv_dtype, "--kv-dtype"},
+      {&f.context, "--context"}, {&f.batch, "--batch"},               {&f.prefill_tokens, "--prefill-tokens"},
+      {&f.dp, "--dp"},           {&f.utilization, "--gpu-memory-utilization"}};
+  for (const auto& [flag, name] : replaced) {
+    if (flag->given()) {
+      return UsageError(fmt::format("fleetplan layout: {} cannot be combined with --scenario: the scenario gives it "
+                                    "(its model, formats, memory utilization and engine limits; the operating points "
+                                    "come from its workload)",
+                                    name));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
+  FP_RETURN_IF_ERROR(CheckScenarioFlags(f));
+  FP_ASSIGN_OR_RETURN(const Scenario scenario, LoadLayoutScenario(f));
+  const std::string cluster_text = f.cluster.given() ? f.cluster.text : ScenarioCluster(scenario);
+  FP_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(cluster_text, *scenario.catalog, "--cluster"));
+  FP_ASSIGN_OR_RETURN(cluster, ApplyRemovals(std::move(cluster), f.without, "--without"));
+  WorkloadLayoutRequest request;
+  FP_RETURN_IF_ERROR(FillCommon(f, request.base));
+  FP_RETURN_IF_ERROR(SetInt(f.simulate_top, "--simulate-top", request.simulate_top));
+  int64_t jobs = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  FP_RETURN_IF_ERROR(SetInt(f.jobs, "--jobs", jobs));
+  if (jobs < 1 || jobs > kMaxSimulateTop) {
+    return FlagError("--jobs", fmt::format("expected an integer between 1 and {}, got {}", kMaxSimulateTop, jobs));
+  }
+  request.jobs = static_cast<int>(jobs);
+  int64_t rows = kLayoutTextRows;
+  FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
+  FP_ASSIGN_OR_RETURN(WorkloadLayoutResult result, DecideLayoutOnWorkload(scenario, cluster, request));
+  std::vector<std::string> derived;
+  if (!f.cluster.given()) derived.push_back(fmt::format("cluster {}: the scenario's hardware (--cluster not given)", cluster_text));
+  CommonDerived(f, request.base, derived);
+  result.derived.insert(result.derived.end(), derived.begin(), derived.end());
+  if (f.json) {
+    FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(WorkloadLayoutJson(result, cluster)));
+    out << text;
+  } else {
+    out << WorkloadLayoutText(result, cluster, rows);
+  }
+  if (result.decision) return Status::Ok();
+  return Status(StatusCode::kCheckFailed, "fleetplan layout: no layout could be simulated on the scenario's workload "
+                                          "(each candidate's reason above)");
+}
+
 Status RunLayout(const LayoutFlags& f, std::ostream& out, std::ostream& err) {
+  if (f.scenario.given()) return RunOnScenario(f, out);
+  for (const auto& [flag, name] : {std::pair{&f.simulate_top, "--simulate-top"}, std::pair{&f.jobs, "--jobs"}}) {
+    if (flag->given()) return UsageError(fmt::format("fleetplan layout: {} needs --scenario", name));
+  }
+  if (!f.model.given() || !f.cluster.given()) {
+    return UsageError("fleetplan layout: --model and --cluster are required (or --scenario FILE)\n"
+                      "Run `fleetplan layout --help` for usage.");
+  }
   FP_ASSIGN_OR_RETURN(const Catalog catalog, LoadCatalog(f.catalogs));
   FP_ASSIGN_OR_RETURN(Cluster cluster, LoadCluster(f.cluster.text, catalog, "--cluster"));
   FP_ASSIGN_OR_RETURN(cluster, ApplyRemovals(std::move(cluster), f.without, "--without"));
@@ -210,16 +307,23 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
       app.add_subcommand("layout",
                          "Which TP x PP x EP x DP layout should each replica use on this cluster? Ranks feasible "
                          "layouts for prefill and decode separately, with memory per rank, step times, "
-                         "communication and the reason for every rejected layout. Exit 0 some layout is feasible, "
-                         "1 none is, 2 usage, 3 invalid input.");
+                         "communication and the reason for every rejected layout; with --scenario, decides on the "
+                         "scenario's own workload by simulation. Exit 0 some layout is feasible (--scenario: one was "
+                         "simulated), 1 none is, 2 usage, 3 invalid input.");
   auto flags = std::make_shared<LayoutFlags>();
   LayoutFlags& f = *flags;
-  AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`)");
-  f.model.option->required();
+  AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`); required without --scenario");
   AddText(cmd, f.cluster, "--cluster",
           "Cluster file (YAML) or short form [RACKS x] NODES x GPUS x GPU, e.g. 2x8xh100-sxm-80g "
-          "(at most 2048 nodes: docs/limits.md)");
-  f.cluster.option->required();
+          "(at most 2048 nodes: docs/limits.md); required without --scenario");
+  AddText(cmd, f.scenario, "--scenario",
+          "Decide on this scenario's workload (a scenario file, '-' for stdin, or 'atlas' for the built-in one): "
+          "rank at batch 1, at its typical concurrency (Little's law) and at maximum throughput, then simulate the "
+          "top layouts on its workload and rank them by SLO-qualified goodput per GPU. Model, formats and engine "
+          "limits come from the scenario; --cluster defaults to its hardware");
+  AddText(cmd, f.simulate_top, "--simulate-top", "With --scenario: layouts simulated, best static first (default 4)");
+  AddText(cmd, f.jobs, "--jobs",
+          "With --scenario: simulations at once (default: every hardware thread); same output for any N");
   AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default: the checkpoint's, as fit)");
   AddText(cmd, f.kv_dtype, "--kv-dtype",
           "KV-cache format (default: the checkpoint's when 16 bits or wider, else bf16, as fit)");
@@ -252,6 +356,14 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
   cmd->callback([flags, &action] {
     action = [flags](std::ostream& out, std::ostream& err) { return RunLayout(*flags, out, err); };
   });
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan layout --model atlas-70b --cluster 2x8xh100-sxm-80g            # ranked at 64 x 8192 tokens\n"
+      "  fleetplan layout --model atlas-70b --cluster 1x8xh100-sxm-80g --batch 16 --context 4096\n"
+      "  fleetplan layout --scenario atlas --cluster 2x8xh100-sxm-80g --simulate-top 4\n"
+      "  fleetplan layout --scenario my.yaml --simulate-top 6 --jobs 2 --json  # simulated[], decision\n"
+      "Without --scenario, layouts that fit one replica but fewer sequences than --batch are listed as near "
+      "misses (\"fits 59 of 64 sequences\"), ranked after those that fit. docs/layout.md explains each figure.");
 }
 
 }  // namespace fleetplan::cli

@@ -61,6 +61,9 @@ Status CheckRange(std::string_view flag, int64_t v, int64_t max) {
 
 Status ValidateRequest(const LayoutRequest& r) {
   FP_RETURN_IF_ERROR(CheckRange("--batch", r.batch, kMaxSequences));
+  if (r.batch_rule == BatchRule::kFleetConcurrency) {
+    FP_RETURN_IF_ERROR(CheckRange("fleet_sequences", r.fleet_sequences, kMaxSequences));
+  }
   FP_RETURN_IF_ERROR(CheckRange("--context", r.context, kMaxTokens));
   FP_RETURN_IF_ERROR(CheckRange("--prefill-tokens", r.prefill_tokens, kMaxTokens));
   FP_RETURN_IF_ERROR(CheckRange("--microbatches", r.microbatches, std::min(r.batch, r.prefill_tokens)));
@@ -134,6 +137,12 @@ class Evaluator {
   Evaluator(const LayoutRequest& r, const Cluster& c, const RuntimeSupport& runtime)
       : r_(r), c_(c), runtime_(runtime) {}
 
+  // Decode sequences per replica the operating point asks of a layout with `dp` replicas.
+  int64_t BatchAsked(int64_t dp) const {
+    if (r_.batch_rule != BatchRule::kFleetConcurrency) return r_.batch;
+    return std::max<int64_t>(1, CeilDiv(r_.fleet_sequences, std::max<int64_t>(dp, 1)));
+  }
+
   void Evaluate(const GpuClass& k, Parallelism p, LayoutResult& out) const {
     std::string reason = Refusal(k, p);
     if (!reason.empty()) {
@@ -145,14 +154,26 @@ class Evaluator {
       out.rejected.push_back(RejectedLayout{k.label, p, "no complete replica can be placed: " + packing.no_fit_reason});
       return;
     }
-    const MemoryInputs mem = MemoryOf(k, p);
-    Expected<FitResult> fit = CheckFit(FitRequest{mem, r_.context, r_.batch});
+    const int64_t asked = BatchAsked(r_.dp.value_or(packing.replicas));
+    int64_t batch = asked;
+    MemoryInputs mem = MemoryOf(k, p, batch);
+    Expected<FitResult> fit = CheckFit(FitRequest{mem, r_.context, batch});
     FP_ASSERT(fit.ok());  // the shape and the request were validated
+    const bool shrink = r_.keep_near_misses || r_.batch_rule == BatchRule::kMostThatFit;
+    if (!fit->fits && shrink && fit->max_sequences >= 1) {
+      // A near miss (or the most that fit): timed at the sequences that fit.
+      batch = std::min(batch, fit->max_sequences);
+      mem = MemoryOf(k, p, batch);
+      fit = CheckFit(FitRequest{mem, r_.context, batch});
+      FP_ASSERT(fit.ok());
+    }
     if (!fit->fits) {
       out.rejected.push_back(
           RejectedLayout{k.label, p, fmt::format("one replica does not fit: {}", fmt::join(fit->reasons, "; "))});
       return;
     }
+    // The most that fit asks for what fits: never a near miss.
+    if (r_.batch_rule == BatchRule::kMostThatFit) batch = std::min(asked, fit->max_sequences);
     if (r_.dp && *r_.dp > packing.replicas) {
       out.rejected.push_back(
           RejectedLayout{k.label, p,
@@ -160,19 +181,21 @@ class Evaluator {
                                      *r_.dp, p.tp, p.pp, packing.replicas)});
       return;
     }
-    out.feasible.push_back(Feasible(k, p, mem, *fit, packing));
+    FeasibleLayout f = Feasible(k, p, mem, *fit, packing, batch);
+    f.batch_asked = r_.batch_rule == BatchRule::kMostThatFit ? batch : asked;
+    out.feasible.push_back(std::move(f));
   }
 
  private:
   // Checks 1-3 of layout.h; empty when they pass.
   std::string Refusal(const GpuClass& k, Parallelism p) const {
-    const MemoryInputs mem = MemoryOf(k, p);
+    const MemoryInputs mem = MemoryOf(k, p, r_.batch);
     if (const auto bad = ValidateMemoryInputs(mem)) return bad->message;
     if (auto refused = runtime_.Refuse(r_.model, p)) return *refused;
     return DTypeGap(k, r_);
   }
 
-  MemoryInputs MemoryOf(const GpuClass& k, Parallelism p) const {
+  MemoryInputs MemoryOf(const GpuClass& k, Parallelism p, int64_t batch) const {
     MemoryInputs m;
     m.model = r_.model;
     m.gpu = k.gpu;
@@ -180,15 +203,18 @@ class Evaluator {
     m.weight_dtype = r_.weight_dtype;
     m.kv_dtype = r_.kv_dtype;
     m.gpu_memory_utilization = r_.gpu_memory_utilization;
-    m.max_batched_tokens = std::max(r_.prefill_tokens, r_.batch);
-    m.max_running = r_.batch;
+    m.max_batched_tokens = std::max(r_.prefill_tokens, batch);
+    m.max_running = batch;
     return m;
   }
 
   FeasibleLayout Feasible(const GpuClass& k, Parallelism p, const MemoryInputs& mem, const FitResult& fit,
-                          const ReplicaPacking& packing) const {
+                          const ReplicaPacking& packing, int64_t batch) const {
     FeasibleLayout f;
     f.gpu = k.label;
+    f.gpu_spec = k.gpu;
+    f.node_gpus = k.max_node_gpus;
+    f.batch = batch;
     f.layout = p;
     f.replicas = packing.replicas;
     f.dp = r_.dp.value_or(packing.replicas);
@@ -200,20 +226,26 @@ class Evaluator {
     f.budget_per_rank = fit.plan.budget_per_rank;
     f.max_sequences = fit.max_sequences;
     for (const StagePlan& st : fit.plan.stages) {
-      const Bytes kv = fit.sequence.reserved_bytes_per_rank[static_cast<size_t>(st.layers.stage)] * r_.batch;
+      const Bytes kv = fit.sequence.reserved_bytes_per_rank[static_cast<size_t>(st.layers.stage)] * batch;
       f.bytes_per_rank =
           std::max(f.bytes_per_rank, st.weights + fit.plan.activation.total + fit.plan.runtime.total + kv);
     }
     const LinkSpec fallback = c_.NodeLink(k.nodes.front());
+    f.node_link = fallback;
     RooflineInputs ri{mem, packing.tp_link.value_or(fallback), packing.pp_link.value_or(fallback), r_.roofline};
     Expected<std::unique_ptr<RooflineStepModel>> model = RooflineStepModel::Create(ri);
     FP_ASSERT(model.ok());  // memory inputs validated; links have bandwidth (Cluster invariant)
     const int64_t m = p.pp > 1 ? r_.microbatches : 1;
     f.prefill = Time(**model, mem, ri, PhaseShape{r_.prefill_tokens, false, m});
-    f.decode = Time(**model, mem, ri, PhaseShape{r_.batch, true, m});
+    f.decode = Time(**model, mem, ri, PhaseShape{batch, true, std::min(m, batch)});
     const double gpus = static_cast<double>(f.dp * p.gpus());
     f.prefill_score = gpus * f.prefill.tokens_per_s_per_gpu;
     f.decode_score = gpus * f.decode.tokens_per_s_per_gpu;
+    if (r_.batch_rule == BatchRule::kFleetConcurrency) {
+      // The fleet holds fleet_sequences at once: replicas beyond them idle.
+      const int64_t running = std::min(r_.fleet_sequences, f.dp * batch);
+      f.decode_score = static_cast<double>(running) / f.decode.step.seconds();
+    }
     return f;
   }
 
@@ -303,7 +335,7 @@ std::vector<size_t> Rank(const std::vector<FeasibleLayout>& f, bool decode) {
     const FeasibleLayout& l = f[i];
     const double score = decode ? l.decode_score : l.prefill_score;
     const Duration step = decode ? l.decode.step : l.prefill.step;
-    return std::make_tuple(-score, step, l.layout.gpus(), l.layout.tp, l.layout.pp, l.layout.ep, l.gpu);
+    return std::make_tuple(l.near_miss(), -score, step, l.layout.gpus(), l.layout.tp, l.layout.pp, l.layout.ep, l.gpu);
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   return order;
@@ -316,12 +348,25 @@ PhaseRanking RankPhase(const std::vector<FeasibleLayout>& f, bool decode, double
   auto score = [&](size_t i) { return decode ? f[i].decode_score : f[i].prefill_score; };
   const double best = score(r.order.front());
   for (size_t i = 1; i < r.order.size(); ++i) {
+    if (f[r.order[i]].near_miss()) continue;  // it cannot hold the operating point
     if (score(r.order[i]) >= (1.0 - share) * best) r.close.push_back(r.order[i]);
   }
   return r;
 }
 
 }  // namespace
+
+std::string_view BatchRuleName(BatchRule rule) {
+  switch (rule) {
+    case BatchRule::kPerReplica:
+      return "per-replica";
+    case BatchRule::kFleetConcurrency:
+      return "fleet-concurrency";
+    case BatchRule::kMostThatFit:
+      return "most-that-fit";
+  }
+  return "unknown";
+}
 
 Expected<LayoutResult> SearchLayouts(const LayoutRequest& request, const Cluster& cluster,
                                      const LayoutProgressFn& progress) {

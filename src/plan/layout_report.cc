@@ -50,6 +50,11 @@ Json PhaseJson(const PhaseTiming& t) {
               {"tokens_per_s_per_gpu", RoundForReport(t.tokens_per_s_per_gpu)}};
 }
 
+Json NearMissJson(const FeasibleLayout& f) {
+  if (!f.near_miss()) return nullptr;
+  return Json{{"fits_sequences", f.batch}, {"asked_sequences", f.batch_asked}, {"text", NearMissText(f)}};
+}
+
 Json FeasibleJson(const FeasibleLayout& f) {
   return Json{
       {"gpu", f.gpu},
@@ -63,6 +68,9 @@ Json FeasibleJson(const FeasibleLayout& f) {
       {"bytes_per_rank", f.bytes_per_rank.count()},
       {"budget_per_rank", f.budget_per_rank.count()},
       {"max_sequences", f.max_sequences},
+      {"batch", f.batch},
+      {"batch_asked", f.batch_asked},
+      {"near_miss", NearMissJson(f)},
       {"prefill_ms", Ms(f.prefill.step)},
       {"decode_ms", Ms(f.decode.step)},
       {"comm_ms", {{"prefill", Ms(f.prefill.comm())}, {"decode", Ms(f.decode.comm())}}},
@@ -107,6 +115,19 @@ bool ManyTypes(const LayoutResult& r) {
   for (const FeasibleLayout& f : r.feasible) types.insert(f.gpu);
   for (const RejectedLayout& x : r.rejected) types.insert(x.gpu);
   return types.size() > 1;
+}
+
+std::string NearMisses(const LayoutResult& r) {
+  std::string out;
+  const bool many = ManyTypes(r);
+  for (const size_t i : r.decode.order) {
+    const FeasibleLayout& f = r.feasible[i];
+    if (!f.near_miss()) continue;
+    out += fmt::format("  {}{}: {} at {} tokens (timed at {}; ranked after the layouts that fit)\n",
+                       LayoutName(f.layout), GpuLabel(f, many), NearMissText(f), r.request.context, f.batch);
+  }
+  if (out.empty()) return out;
+  return "\nNear misses (one replica fits, but fewer sequences than the operating point asks):\n" + out;
 }
 
 std::string Table(const LayoutResult& r, const PhaseRanking& ranking, bool decode, int64_t rows) {
@@ -165,19 +186,51 @@ std::string LayoutName(const Parallelism& p) {
   return s;
 }
 
+std::string NearMissText(const FeasibleLayout& f) {
+  return fmt::format("fits {} of {} sequences", f.batch, f.batch_asked);
+}
+
+std::string OperatingPointText(const LayoutRequest& q) {
+  switch (q.batch_rule) {
+    case BatchRule::kPerReplica:
+      return fmt::format("decode {} sequences per replica at {} tokens", q.batch, q.context);
+    case BatchRule::kFleetConcurrency:
+      return fmt::format("decode {} sequences across the fleet (ceil({} / dp) per replica) at {} tokens",
+                         q.fleet_sequences, q.fleet_sequences, q.context);
+    case BatchRule::kMostThatFit:
+      return fmt::format("decode the most sequences that fit per replica (at most {}) at {} tokens", q.batch,
+                         q.context);
+  }
+  return "";
+}
+
+Json OperatingPointJson(const LayoutRequest& q) {
+  Json j{{"rule", std::string(BatchRuleName(q.batch_rule))},
+         {"context", q.context},
+         {"prefill_tokens", q.prefill_tokens},
+         {"text", OperatingPointText(q)}};
+  if (q.batch_rule == BatchRule::kFleetConcurrency) {
+    j["fleet_sequences"] = q.fleet_sequences;
+  } else {
+    j["batch"] = q.batch;
+  }
+  return j;
+}
+
 std::string LayoutReportText(const LayoutResult& r, const Cluster& cluster, int64_t rows) {
   const LayoutRequest& q = r.request;
   std::string out =
       fmt::format("fleetplan layout: {} on {} ({} GPUs, {} healthy, {} nodes), runtime {}\n", q.model.name,
                   cluster.name(), cluster.gpus(), cluster.healthy_gpus(), cluster.nodes().size(), q.runtime);
   out += fmt::format(
-      "step shapes: decode {} sequences at {} tokens; prefill {} tokens; microbatches {} (pp > 1); "
+      "operating point: {}; prefill {} tokens; microbatches {} (pp > 1); "
       "weights {}, KV {}; all-reduce {}\n",
-      q.batch, q.context, q.prefill_tokens, q.microbatches, DTypeName(q.weight_dtype), DTypeName(q.kv_dtype),
+      OperatingPointText(q), q.prefill_tokens, q.microbatches, DTypeName(q.weight_dtype), DTypeName(q.kv_dtype),
       AllReduceAlgorithmName(q.all_reduce));
   out += "step = compute + tp all-reduce + ep all-to-all + pp handoffs + pp bubble (docs/layout.md)\n\n";
   out += fmt::format("Decode ranking ({} feasible, by cluster tokens/s):\n", r.feasible.size());
   out += Table(r, r.decode, true, rows);
+  out += NearMisses(r);
   out += "\nPrefill ranking (by cluster tokens/s):\n";
   out += Table(r, r.prefill, false, rows);
   out += "\nVerdict:\n";
@@ -222,7 +275,8 @@ Json LayoutReportJson(const LayoutResult& r, const Cluster& cluster) {
                  {"microbatches", q.microbatches},
                  {"all_reduce", std::string(AllReduceAlgorithmName(q.all_reduce))},
                  {"allow_cross_node_tp", q.allow_cross_node_tp},
-                 {"gpu_memory_utilization", q.gpu_memory_utilization}};
+                 {"gpu_memory_utilization", q.gpu_memory_utilization},
+                 {"operating_point", OperatingPointJson(q)}};
   Json feasible = Json::array();
   for (const FeasibleLayout& f : r.feasible) feasible.push_back(FeasibleJson(f));
   j["feasible"] = std::move(feasible);

@@ -17,8 +17,11 @@
 //   4. no complete replica can be placed (replica_packing.h): e.g. a TP group would cross a
 //      slow link (another node over the network, or a node whose NVLink is down) and
 //      --allow-cross-node-tp was not given;
-//   5. one replica does not fit in memory at `batch` sequences of `context` tokens (the
-//      fit arithmetic of memory/fit.h, its reasons verbatim);
+//   5. one replica does not fit in memory at the operating point's sequences of `context`
+//      tokens (the fit arithmetic of memory/fit.h, its reasons verbatim) — unless
+//      `keep_near_misses` and at least one sequence fits: then the layout is a near miss,
+//      kept in `feasible`, timed at the sequences that fit and ranked after every layout
+//      that meets the operating point ("fits 59 of 64 sequences");
 //   6. a requested dp exceeds the replicas the cluster holds.
 //
 // Timing of one step of each phase (roofline compute from perf/roofline.h, collectives from
@@ -40,7 +43,14 @@
 // Each microbatch reads the weights again, so microbatching a memory-bound decode costs
 // time while it shrinks the bubble of a compute-bound prefill.
 //   tokens/s per GPU = step tokens / step / (tp × pp)
-// Ranking: each phase by cluster throughput, dp × tp × pp × tokens/s per GPU (stranded GPUs
+// The operating point (BatchRule) sets each layout's decode sequences per replica:
+//   kPerReplica        `batch` per replica (the default: 64 sequences);
+//   kFleetConcurrency  ceil(`fleet_sequences` / dp): the fleet holds that many at once,
+//                      so decode throughput is min(fleet_sequences, dp × batch) / step
+//                      (fleet_sequences 1: the latency of one sequence);
+//   kMostThatFit       the most sequences that fit, at most `batch` (maximum throughput).
+// Ranking: each phase by meeting the operating point (near misses last), then cluster
+// throughput, dp × tp × pp × tokens/s per GPU (stranded GPUs
 // count against a layout), then the shorter step, then fewer GPUs per replica, then (tp,
 // pp, ep). Layouts within close_call_share of the winner's throughput are listed as too
 // close to call without a measurement.
@@ -77,12 +87,21 @@ inline constexpr int64_t kDefaultLayoutBatch = 64;
 inline constexpr int64_t kDefaultLayoutContext = 8192;
 inline constexpr int64_t kDefaultLayoutPrefillTokens = kDefaultMaxBatchedTokens;
 
+// How each layout's decode sequences per replica are chosen (see the file comment).
+// Values reach JSON by name (BatchRuleName); never renumber.
+enum class BatchRule : int { kPerReplica = 0, kFleetConcurrency = 1, kMostThatFit = 2 };
+std::string_view BatchRuleName(BatchRule rule);  // "per-replica", "fleet-concurrency", "most-that-fit"
+
 struct LayoutRequest {
   ModelSpec model;
   DType weight_dtype = DType::kBf16;
   DType kv_dtype = DType::kBf16;
   int64_t context = kDefaultLayoutContext;  // tokens per resident sequence
   int64_t batch = kDefaultLayoutBatch;      // decode sequences per step (and resident)
+  BatchRule batch_rule = BatchRule::kPerReplica;
+  int64_t fleet_sequences = 0;  // kFleetConcurrency: sequences the whole fleet holds
+  // Keep layouts that fit one replica but fewer sequences than asked (near misses).
+  bool keep_near_misses = false;
   int64_t prefill_tokens = kDefaultLayoutPrefillTokens;
   int64_t microbatches = 1;  // per step, when pp > 1
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::kRing;
@@ -125,6 +144,12 @@ struct FeasibleLayout {
   Bytes bytes_per_rank;       // binding stage: weights + activation + runtime + batch × KV
   Bytes budget_per_rank;      // memory × utilization
   int64_t max_sequences = 0;  // at `context`, per replica
+  int64_t batch_asked = 0;    // decode sequences per replica the operating point asks
+  int64_t batch = 0;          // decode sequences per replica timed (< batch_asked: near miss)
+  bool near_miss() const { return batch < batch_asked; }
+  GpuSpec gpu_spec;           // the GPU type's spec (memory and formats as the nodes have them)
+  int64_t node_gpus = 0;      // GPUs of the type's largest node
+  LinkSpec node_link;         // the GPU link inside the type's first node
   std::optional<LinkSpec> tp_link;
   std::optional<LinkSpec> pp_link;
   bool tp_over_slow_link = false;  // only with allow_cross_node_tp
@@ -158,7 +183,7 @@ struct LayoutResult {
 };
 
 // Errors (InvalidInput, unlocated, naming the field as the flag spells it): batch,
-// context, prefill_tokens, microbatches < 1; context above the model's max_context;
+// fleet_sequences (with kFleetConcurrency), context, prefill_tokens, microbatches < 1; context above the model's max_context;
 // microbatches above the batch or the prefill tokens; an unknown runtime; close_call_share
 // outside [0, 1). "Nothing fits" is not an error: feasible is empty and rejected says why.
 // `progress`, when set, is called after each candidate layout is evaluated with
