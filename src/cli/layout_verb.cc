@@ -195,7 +195,13 @@ Expected<Scenario> LoadLayoutScenario(const LayoutFlags& f) {
   ScenarioLoadOptions load;
   load.catalogs = f.catalogs;
   if (f.scenario.text == kBuiltinScenario) return LoadAtlasScenario(load);
-  return LoadScenario(f.scenario.text, load);
+  Expected<Scenario> s = LoadScenario(f.scenario.text, load);
+  // Errors inside the file are located there; one that is not (the file cannot be read)
+  // names the flag.
+  if (!s.ok() && s.status().message().rfind(f.scenario.text + ":", 0) != 0) {
+    return Status(s.status().code(), "--scenario: " + s.status().message());
+  }
+  return s;
 }
 
 // The scenario's own hardware as a cluster short form, when --cluster is not given.
@@ -363,7 +369,7 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
       "  fleetplan layout --scenario atlas --cluster 2x8xh100-sxm-80g --simulate-top 4\n"
       "  fleetplan layout --scenario my.yaml --simulate-top 6 --jobs 2 --json  # simulated[], decision\n"
       "Without --scenario, layouts that fit one replica but fewer sequences than --batch are listed as near "
-      "misses (\"fits 59 of 64 sequences\"), ranked after those that fit. docs/layout.md explains each figure.");
+      "misses (\"fits 59 of 64 sequences\"), ranked after those that fit. docs/layout.md explains each figure.\n");
 }
 
 }  // namespace fleetplan::cli

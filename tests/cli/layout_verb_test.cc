@@ -1,6 +1,7 @@
 // `fleetplan layout`: exit codes, JSON keys, and located errors for bad cluster files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -142,6 +143,176 @@ TEST(LayoutVerb, BadClusterFilesAreLocatedErrorsWithExitCode3) {
                        ":5:16: racks[0].nodes[1].name: duplicate name 'n0': already names a node at line 4\n"
                        "    5 |       - {name: n0, gpu: h100-sxm-80g, gpus: 8}\n"
                        "      |                ^\n");
+}
+
+// A short one-class workload on one 8-GPU node (simulations take milliseconds).
+std::string SmallScenario() {
+  return WriteFile("layout_scenario.yaml",
+                   "version: 1\n"
+                   "name: layout-cli\n"
+                   "seed: 3\n"
+                   "model: {name: atlas-70b, max_context: 8192}\n"
+                   "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8}\n"
+                   "deployment: {replicas: 2, tp: 4}\n"
+                   "engine:\n"
+                   "  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 128}\n"
+                   "workload:\n"
+                   "  duration: 30s\n"
+                   "  arrival: {process: poisson, rate: 4/s}\n"
+                   "  classes:\n"
+                   "    interactive:\n"
+                   "      share: 0.7\n"
+                   "      prompt: [{segment: unique, tokens: {uniform: [200, 1200]}}]\n"
+                   "      output_tokens: {uniform: [50, 250]}\n"
+                   "    batch:\n"
+                   "      share: 0.3\n"
+                   "      prompt: [{segment: unique, tokens: 2000}]\n"
+                   "      output_tokens: 100\n"
+                   "slo:\n"
+                   "  interactive: {ttft: 1s, tpot: 60ms}\n"
+                   "  batch: {e2e: 30s}\n"
+                   "output: {dir: out/layout-cli}\n");
+}
+
+TEST(LayoutVerb, ScenarioJsonHasTheSimulatedContract) {
+  const CliResult r = Fleetplan({"layout", "--scenario", SmallScenario(), "--simulate-top", "3", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["simulated"].size(), 3u);
+  std::vector<int64_t> static_ranks;
+  for (size_t i = 0; i < j["simulated"].size(); ++i) {
+    const Json& s = j["simulated"][i];
+    for (const char* key : {"tp", "pp", "ep", "dp", "static_rank", "simulated_rank", "goodput_per_gpu", "attainment"}) {
+      EXPECT_TRUE(s.contains(key)) << key;
+    }
+    EXPECT_EQ(s["simulated_rank"], static_cast<int64_t>(i) + 1);
+    static_ranks.push_back(s["static_rank"].get<int64_t>());
+    EXPECT_TRUE(s["attainment"].contains("interactive"));
+    EXPECT_TRUE(s["attainment"].contains("batch"));
+    EXPECT_GE(s["attainment"]["interactive"].get<double>(), 0.0);
+    EXPECT_LE(s["attainment"]["interactive"].get<double>(), 1.0);
+  }
+  std::sort(static_ranks.begin(), static_ranks.end());
+  EXPECT_EQ(static_ranks, (std::vector<int64_t>{1, 2, 3}));
+  const Json& d = j["decision"];
+  EXPECT_EQ(d["tp"], j["simulated"][0]["tp"]);
+  EXPECT_EQ(d["pp"], j["simulated"][0]["pp"]);
+  EXPECT_EQ(d["dp"], j["simulated"][0]["dp"]);
+  EXPECT_EQ(d["layout"], j["simulated"][0]["layout"]);
+  // The three operating points, the typical one in inputs, and the cluster the scenario names.
+  ASSERT_EQ(j["operating_points"].size(), 3u);
+  EXPECT_EQ(j["operating_points"][0]["name"], "batch-1");
+  EXPECT_EQ(j["operating_points"][1]["name"], "typical");
+  EXPECT_EQ(j["operating_points"][2]["name"], "max-throughput");
+  EXPECT_EQ(j["inputs"]["operating_point"]["rule"], "fleet-concurrency");
+  EXPECT_EQ(j["inputs"]["operating_point"]["fleet_sequences"], j["workload"]["concurrency"]);
+  EXPECT_EQ(j["cluster"]["name"], "1x8xh100-sxm-80g");
+  EXPECT_NE(j["derived"].dump().find("cluster 1x8xh100-sxm-80g: the scenario's hardware (--cluster not given)"),
+            std::string::npos);
+}
+
+TEST(LayoutVerb, ScenarioTextShowsStaticAgainstSimulatedRanksAndTheCrossover) {
+  const CliResult r = Fleetplan({"layout", "--scenario", SmallScenario(), "--cluster", "1x8xh100-sxm-80g"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* text : {"Static decode ranking at each operating point", "  batch-1: ", "  typical: Little's law: ",
+                           "  max-throughput: ", "Simulated on the scenario's workload (top 4 of the typical point",
+                           "  sim static  layout", "Crossovers (static decode model, by fleet concurrency):",
+                           "Decision:\n  tp "}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << " not in\n" << r.out;
+  }
+}
+
+TEST(LayoutVerb, ScenarioJsonIsTheSameForAnyNumberOfJobs) {
+  const std::string scenario = SmallScenario();
+  const CliResult one = Fleetplan({"layout", "--scenario", scenario, "--jobs", "1", "--json"});
+  const CliResult four = Fleetplan({"layout", "--scenario", scenario, "--jobs", "4", "--json"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(one.out, four.out);
+}
+
+TEST(LayoutVerb, TheBuiltInAtlasScenarioIsNamedAtlas) {
+  const CliResult r =
+      Fleetplan({"layout", "--scenario", "atlas", "--cluster", "2x8xh100-sxm-80g", "--simulate-top", "1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["scenario"]["name"], "<built-in atlas>");
+  EXPECT_EQ(j["model"], "atlas-70b");
+  EXPECT_EQ(j["simulated"].size(), 1u);
+}
+
+TEST(LayoutVerb, NearMissesAreListedWithHowManySequencesFit) {
+  const CliResult r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("operating point: decode 64 sequences per replica at 8192 tokens"), std::string::npos);
+  EXPECT_NE(r.out.find("Near misses (one replica fits, but fewer sequences than the operating point asks):\n"
+                       "  tp 4 × pp 1: fits 59 of 64 sequences at 8192 tokens (timed at 59; ranked after the "
+                       "layouts that fit)\n"),
+            std::string::npos)
+      << r.out;
+  const CliResult js = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--json"});
+  ASSERT_EQ(js.code, 0) << js.err;
+  const Json j = Json::parse(js.out);
+  EXPECT_EQ(j["inputs"]["operating_point"]["batch"], 64);
+  EXPECT_EQ(j["inputs"]["operating_point"]["context"], 8192);
+  EXPECT_EQ(j["inputs"]["operating_point"]["rule"], "per-replica");
+  bool listed = false;
+  for (const Json& f : j["feasible"]) {
+    if (f["tp"] == 4 && f["pp"] == 1) {
+      listed = true;
+      EXPECT_EQ(f["near_miss"]["text"], "fits 59 of 64 sequences");
+      EXPECT_EQ(f["batch"], 59);
+    }
+  }
+  EXPECT_TRUE(listed);
+}
+
+TEST(LayoutVerb, ScenarioInputErrorsAreLocatedWithStableExitCodes) {
+  CliResult r = Fleetplan({"layout", "--scenario", "no-such-scenario.yaml"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err, "--scenario: cannot read 'no-such-scenario.yaml': No such file or directory\n");
+  const std::string scenario = SmallScenario();
+  for (const char* k : {"0", "-2", "65"}) {
+    r = Fleetplan({"layout", "--scenario", scenario, "--simulate-top", k});
+    EXPECT_EQ(r.code, 3) << k;
+    EXPECT_EQ(r.err, std::string("--simulate-top: expected an integer between 1 and 64, got ") + k + "\n");
+  }
+  r = Fleetplan({"layout", "--scenario", scenario, "--simulate-top", "two"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err, "--simulate-top: expected an integer, got 'two'\n");
+  r = Fleetplan({"layout", "--scenario", scenario, "--jobs", "0"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err, "--jobs: expected an integer between 1 and 64, got 0\n");
+  // An error inside the file is located there, not at the flag.
+  const std::string bad = WriteFile("layout_bad.yaml", "version: 1\nname: x\n");
+  r = Fleetplan({"layout", "--scenario", bad});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err.rfind(bad + ":1:1: missing required field 'model'", 0), 0u) << r.err;
+}
+
+TEST(LayoutVerb, ScenarioFlagsThatDoNotMixAreUsageErrors) {
+  const std::string scenario = SmallScenario();
+  CliResult r = Fleetplan({"layout", "--scenario", scenario, "--batch", "8"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("fleetplan layout: --batch cannot be combined with --scenario: the scenario gives it", 0), 0u)
+      << r.err;
+  r = Fleetplan({"layout", "--scenario", scenario, "--model", "atlas-70b"});
+  EXPECT_EQ(r.code, 2);
+  r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--simulate-top", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "fleetplan layout: --simulate-top needs --scenario\n");
+  r = Fleetplan({"layout", "--cluster", "1x8xh100-sxm-80g"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("fleetplan layout: --model and --cluster are required (or --scenario FILE)", 0), 0u);
+}
+
+TEST(LayoutVerb, HelpTeachesTheScenarioFlagsWithAnExample) {
+  const CliResult r = Fleetplan({"layout", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* text : {"--scenario", "--simulate-top", "--jobs", "Little's law",
+                           "fleetplan layout --scenario atlas --cluster 2x8xh100-sxm-80g --simulate-top 4",
+                           "fits 59 of 64 sequences"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text;
+  }
 }
 
 }  // namespace

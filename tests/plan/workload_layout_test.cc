@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/json.h"
@@ -92,7 +94,9 @@ TEST(LayoutNearMiss, ALayoutThatHoldsFewerSequencesIsListedWithHowManyFit) {
   EXPECT_GT(tp4->batch, 0);
   EXPECT_EQ(tp4->decode.tokens, tp4->batch);
   for (const FeasibleLayout& f : r->feasible) {
-    if (!f.near_miss()) EXPECT_LT(f.decode_rank, tp4->decode_rank) << LayoutName(f.layout);
+    if (!f.near_miss()) {
+      EXPECT_LT(f.decode_rank, tp4->decode_rank) << LayoutName(f.layout);
+    }
   }
   for (const size_t i : r->decode.close) EXPECT_FALSE(r->feasible[i].near_miss());
   const std::string fits = "fits " + std::to_string(tp4->batch) + " of 64 sequences";
@@ -170,7 +174,9 @@ TEST(WorkloadLayout, SimulatesTheTopStaticLayoutsAndRanksThemByGoodputPerGpu) {
     EXPECT_GT(s.requests, 0);
     EXPECT_EQ(s.gpus, s.dp * s.layout.gpus());
     ASSERT_EQ(s.class_attainment.count("chat"), 1u);
-    if (i > 0) EXPECT_GE(r.simulated[i - 1].goodput_per_gpu, s.goodput_per_gpu);
+    if (i > 0) {
+      EXPECT_GE(r.simulated[i - 1].goodput_per_gpu, s.goodput_per_gpu);
+    }
   }
   // Static ranks of the candidates are the typical point's top ranks, in some order.
   std::vector<int64_t> ranks;
@@ -183,9 +189,11 @@ TEST(WorkloadLayout, SimulatesTheTopStaticLayoutsAndRanksThemByGoodputPerGpu) {
 TEST(WorkloadLayout, SameInputsGiveByteIdenticalJsonForAnyNumberOfThreads) {
   const std::string text = Scenario("4/s", "30s");
   const Cluster c = Short("1x8xh100-sxm-80g");
-  const std::string one = CanonicalJson(WorkloadLayoutJson(Decide(text, "1x8xh100-sxm-80g", 3, 1), c));
-  const std::string three = CanonicalJson(WorkloadLayoutJson(Decide(text, "1x8xh100-sxm-80g", 3, 3), c));
-  EXPECT_EQ(one, three);
+  const Expected<std::string> one = CanonicalJson(WorkloadLayoutJson(Decide(text, "1x8xh100-sxm-80g", 3, 1), c));
+  const Expected<std::string> three = CanonicalJson(WorkloadLayoutJson(Decide(text, "1x8xh100-sxm-80g", 3, 3), c));
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(*one, *three);
 }
 
 TEST(WorkloadLayout, MoreCandidatesThanFitSimulatesEveryOneAndSaysSo) {
@@ -196,6 +204,34 @@ TEST(WorkloadLayout, MoreCandidatesThanFitSimulatesEveryOneAndSaysSo) {
   bool said = false;
   for (const std::string& d : r.derived) said = said || d.rfind(note, 0) == 0;
   EXPECT_TRUE(said);
+}
+
+// On one 8-GPU node the static model puts TP8 first at both loads. The simulator agrees at
+// 4/s, where every layout meets the SLOs and TP8's shorter steps finish sooner; at 40/s one
+// TP8 replica queues past its TTFT objective while two TP4 replicas keep up, so the
+// simulated decision moves to TP4 × dp 2 (static rank 2).
+TEST(WorkloadLayout, LowAndHighConcurrencyChangeWhichLayoutTheSimulationPrefers) {
+  const WorkloadLayoutResult low = Decide(Scenario("4/s", "40s"), "1x8xh100-sxm-80g", 4);
+  const WorkloadLayoutResult high = Decide(Scenario("40/s", "20s"), "1x8xh100-sxm-80g", 4);
+  ASSERT_TRUE(low.decision && high.decision);
+  EXPECT_LT(low.workload.concurrency, high.workload.concurrency);
+  const SimulatedLayout& a = low.simulated[*low.decision];
+  const SimulatedLayout& b = high.simulated[*high.decision];
+  EXPECT_EQ(a.layout.tp, 8);
+  EXPECT_EQ(a.dp, 1);
+  EXPECT_EQ(a.static_rank, 1);
+  EXPECT_EQ(b.layout.tp, 4);
+  EXPECT_EQ(b.layout.pp, 1);
+  EXPECT_EQ(b.dp, 2);
+  EXPECT_EQ(b.static_rank, 2);  // the static model alone would have kept TP8
+  EXPECT_GT(b.attainment.value_or(0), 0.99);
+  // TP8 at 40/s: simulated, but well short of its SLOs.
+  for (const SimulatedLayout& s : high.simulated) {
+    if (s.layout.tp == 8 && s.layout.pp == 1) {
+      EXPECT_LT(s.attainment.value_or(1), 0.5);
+      EXPECT_EQ(s.static_rank, 1);
+    }
+  }
 }
 
 TEST(WorkloadLayout, BadRequestsNameTheFlag) {
