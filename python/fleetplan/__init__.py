@@ -156,7 +156,7 @@ _FIT_FLAGS = {
 _LAYOUT_FLAGS = {
     "model", "cluster", "weight_dtype", "kv_dtype", "context", "batch", "prefill_tokens", "microbatches",
     "runtime", "all_reduce", "tp", "pp", "ep", "dp", "gpu_memory_utilization", "close_call", "without",
-    "allow_cross_node_tp", "catalog",
+    "allow_cross_node_tp", "catalog", "scenario", "simulate_top", "jobs",
 }
 
 
@@ -284,7 +284,8 @@ def write_atlas_bundle(folder):
 
 
 def layout(**flags):
-    """`fleetplan layout --json` with these flags (model and cluster are required;
+    """`fleetplan layout --json` with these flags (model and cluster are required, or
+    scenario=FILE with simulate_top=K: the layouts simulated on its workload;
     without=[...] repeats --without; allow_cross_node_tp=True). Returns its JSON as a
     dict; no feasible layout is an answer (an empty `feasible`), not an error."""
     return _run_json(_flags("layout", _LAYOUT_FLAGS, flags))

@@ -90,20 +90,35 @@ Json WorkloadJson(const WorkloadFigures& w) {
   return Json{{"closed_loop", w.closed_loop},
               {"rate_per_s", RoundForReport(w.rate_per_s, 6)},
               {"users", w.users},
-              {"mean_prompt_tokens", RoundForReport(w.prompt_tokens, 3)},
-              {"mean_output_tokens", RoundForReport(w.output_tokens, 3)},
+              {"mean_prompt_tokens", RoundForReport(w.prompt_tokens)},
+              {"mean_output_tokens", RoundForReport(w.output_tokens)},
               {"sampled", w.sampled},
               {"reference_layout", LayoutName(w.reference)},
               {"reference_basis", w.reference_basis},
-              {"time_in_system_ms", RoundForReport(w.time_in_system.millis(), 3)},
+              {"time_in_system_ms", RoundForReport(w.time_in_system.millis())},
               {"concurrency", w.concurrency},
               {"iterations", w.iterations}};
+}
+
+// The runner-up's goodput per GPU as a share of the decision's (absent without one).
+std::optional<double> RunnerUpShare(const WorkloadLayoutResult& r) {
+  if (!r.decision || r.simulated.size() < 2 || !r.simulated[1].error.empty()) return std::nullopt;
+  const double best = r.simulated[*r.decision].goodput_per_gpu;
+  return best > 0 ? r.simulated[1].goodput_per_gpu / best : 1.0;
+}
+
+bool TooClose(const WorkloadLayoutResult& r) {
+  const std::optional<double> share = RunnerUpShare(r);
+  return share && *share >= 1.0 - r.points[r.typical].result.request.close_call_share;
 }
 
 Json DecisionJson(const WorkloadLayoutResult& r) {
   if (!r.decision) return nullptr;
   const SimulatedLayout& d = r.simulated[*r.decision];
+  const std::optional<double> share = RunnerUpShare(r);
   return Json{{"layout", Name(d)},
+              {"runner_up_share", share ? Json(RoundForReport(*share, 4)) : Json(nullptr)},
+              {"too_close_to_call", TooClose(r)},
               {"gpu", d.gpu},
               {"tp", d.layout.tp},
               {"pp", d.layout.pp},
@@ -190,6 +205,12 @@ std::string WorkloadLayoutText(const WorkloadLayoutResult& r, const Cluster& clu
     out += fmt::format("  {}: {:.4f} qualified requests/s per GPU, attainment {} (static rank {} at the typical "
                        "point)\n",
                        Name(d), d.goodput_per_gpu, ShareText(d.attainment), d.static_rank);
+    if (const std::optional<double> share = RunnerUpShare(r)) {
+      out += fmt::format("  the runner-up {} reaches {:.1f}% of it: {}\n", Name(r.simulated[1]), 100.0 * *share,
+                         TooClose(r) ? fmt::format("too close to call (within {:.0f}%); measure both",
+                                                   100.0 * r.points[r.typical].result.request.close_call_share)
+                                     : "a clear call");
+    }
   } else {
     out += "  none: no candidate could be simulated\n";
   }

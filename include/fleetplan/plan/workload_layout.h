@@ -130,7 +130,8 @@ Expected<WorkloadLayoutResult> DecideLayoutOnWorkload(const Scenario& scenario, 
 //   simulated[] {gpu, tp, pp, ep, dp, gpus, static_rank, static_ranks{point: rank},
 //                simulated_rank, goodput_rps, goodput_per_gpu, throughput_rps, attainment
 //                {class: share}, fleet_attainment, requests, error}
-//   decision    {layout, gpu, tp, pp, ep, dp, goodput_per_gpu, static_rank, reason} | null
+//   decision    {layout, gpu, tp, pp, ep, dp, goodput_per_gpu, static_rank, reason,
+//                runner_up_share, too_close_to_call (within the close-call share)} | null
 //   operating_points[] {name, basis, operating_point, ranking[]}
 //   crossovers[] {a, b, leader_at_1, crossover_concurrency | null, searched_to, text}
 //   workload {...}, inputs {..., operating_point (the typical point's)}, feasible[] and
