@@ -25,6 +25,7 @@ struct ValidateFlags {
   std::string calibration;
   std::string fit_out;
   bool json = false;
+  bool allow_mismatch = false;
   bool quiet = false;
 };
 
@@ -109,6 +110,7 @@ Status RunValidate(const ValidateFlags& f, std::ostream& out, std::ostream& err)
   FP_ASSIGN_OR_RETURN(const MeasuredRun run, LoadMeasuredRun(f.runs[0]));
   ValidationOptions options;
   options.profile_dir = f.profile;
+  options.allow_mismatch = f.allow_mismatch;
   if (!f.calibration.empty()) {
     FP_ASSIGN_OR_RETURN(options.calibration, LoadCalibration(f.calibration));
   }
@@ -139,6 +141,9 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
                   "(default: <run>/../../../perf/<hw>/<model>/bf16/tp<N>)");
   cmd->add_option("--calibration", f.calibration, "Calibration file (fleetplan-calibration-v1 JSON)");
   cmd->add_option("--fit", f.fit_out, "Fit a calibration on the given runs and write it to this file");
+  cmd->add_flag("--allow-mismatch", f.allow_mismatch,
+                "Replay with a profile whose meta.json names another model or GPU than the run (refused "
+                "otherwise, exit 3); the report's notes say so");
   cmd->add_flag("--json", f.json, "Print the canonical JSON report");
   cmd->add_flag("--quiet", f.quiet, "No progress on stderr during --fit (otherwise: a bar with ETA on a terminal, "
                                     "plain lines in a log)");

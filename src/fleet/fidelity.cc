@@ -82,6 +82,9 @@ Status ReadMeta(const std::string& dir, MeasuredRun* run, int64_t* num_requests)
   if (meta.is_discarded() || !meta.is_object()) return MetaError(path, "", "not a JSON object");
   if (!meta.contains("model") || !meta["model"].is_string()) return MetaError(path, "model", "missing required string field");
   run->hf_model = meta["model"].get<std::string>();
+  // vLLM's run metadata names the device as hardware.device_name (optional).
+  const Json::json_pointer device("/hardware/device_name");
+  if (meta.contains(device) && meta.at(device).is_string()) run->gpu = meta.at(device).get<std::string>();
   FP_ASSIGN_OR_RETURN(run->catalog_model, CatalogModelName(run->hf_model, path));
   FP_ASSIGN_OR_RETURN(auto tp, MetaCount(meta, path, "engine_kwargs.tensor_parallel_size", false));
   FP_ASSIGN_OR_RETURN(auto dp, MetaCount(meta, path, "engine_kwargs.data_parallel_size", false));
@@ -530,8 +533,60 @@ std::vector<std::string> Notes(const MeasuredRun& run, const Replay& replay) {
 
 }  // namespace
 
+// The profile folder's meta.json (beside the tp folders, or in the folder itself): the
+// model and GPU its kernels were measured on. Absent: nothing to compare.
+Expected<std::optional<Json>> ProfileMeta(const std::string& profile) {
+  for (const fs::path& path : {fs::path(profile).parent_path() / "meta.json", fs::path(profile) / "meta.json"}) {
+    if (!fs::is_regular_file(path)) continue;
+    FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path.string()));
+    if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path.string(), "", JsonNestingMessage());
+    Json meta = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (meta.is_discarded() || !meta.is_object()) return MetaError(path.string(), "", "not a JSON object");
+    meta["__path"] = path.string();
+    return std::optional<Json>(std::move(meta));
+  }
+  return std::optional<Json>();
+}
+
+// Refuses (or, allowed, notes) a profile measured on another model or GPU than the run.
+Status CheckProfileMatchesRun(const MeasuredRun& run, const std::string& profile, bool allow_mismatch,
+                              std::vector<std::string>* notes) {
+  FP_ASSIGN_OR_RETURN(std::optional<Json> meta, ProfileMeta(profile));
+  if (!meta) {
+    notes->push_back(fmt::format("the profile {} has no meta.json: its model and GPU are not checked against the run",
+                                 profile));
+    return Status::Ok();
+  }
+  const std::string path = (*meta)["__path"].get<std::string>();
+  const std::string model = meta->value("model", "");
+  const std::string gpu = meta->value("gpu", "");
+  std::vector<std::string> mismatches;
+  if (!model.empty() && model != run.hf_model) {
+    mismatches.push_back(fmt::format("its kernels were measured on {}, the run served {}", model, run.hf_model));
+  }
+  if (!gpu.empty() && !run.gpu.empty() && gpu != run.gpu) {
+    mismatches.push_back(fmt::format("its kernels were measured on {}, the run ran on {}", gpu, run.gpu));
+  }
+  if (!gpu.empty() && run.gpu.empty()) {
+    notes->push_back(fmt::format("the run's meta.json names no device (hardware.device_name); the profile's ({}) "
+                                 "is assumed",
+                                 gpu));
+  }
+  if (mismatches.empty()) return Status::Ok();
+  if (!allow_mismatch) {
+    return LocatedError(SourceLocation{path, 0, 0, {}}, "",
+                        fmt::format("the profile does not match the run: {}; a profile of another model or GPU "
+                                    "predicts nothing about this run (pass --allow-mismatch to replay it anyway)",
+                                    fmt::join(mismatches, "; ")));
+  }
+  for (const std::string& m : mismatches) notes->push_back(fmt::format("warning: profile mismatch allowed: {}", m));
+  return Status::Ok();
+}
+
 Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationOptions& options) {
   const std::string profile = ProfileFor(run, options.profile_dir);
+  std::vector<std::string> profile_notes;
+  FP_RETURN_IF_ERROR(CheckProfileMatchesRun(run, profile, options.allow_mismatch, &profile_notes));
   Replay replay;
   FP_RETURN_IF_ERROR(Simulate(run, profile, options.calibration, &replay));
   FP_ASSIGN_OR_RETURN(const Metrics x, PairUp(run, replay));
@@ -551,6 +606,7 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
                      {"scheduler", "decode-first (vLLM v1: running first, then waiting FCFS, chunked prefill)"},
                      {"router", run.dp > 1 ? "least-outstanding over DP ranks" : "single replica"}};
   j["notes"] = Notes(run, replay);
+  for (const std::string& n : profile_notes) j["notes"].push_back(n);
   return res;
 }
 

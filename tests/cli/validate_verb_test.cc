@@ -185,3 +185,64 @@ TEST(ValidateShared, CalibrationFileIsUsedAndNamed) {
 
 }  // namespace
 }  // namespace fleetplan::cli
+
+namespace fleetplan::cli {
+namespace {
+
+// A copy of the RTX 4090 profile whose meta.json names `model` and `gpu`.
+std::string ProfileOf(const std::string& name, const std::string& model, const std::string& gpu) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / ("profile_" + name);
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::path source = fs::path(testing::SharedPath("profiles/llmservingsim/perf/RTX4090/meta-llama/Llama-3.1-8B/bf16"));
+  fs::copy(source / "tp1", root / "tp1", fs::copy_options::recursive);
+  Json meta = Json::parse(*ReadFile((source / "meta.json").string()));
+  meta["model"] = model;
+  meta["gpu"] = gpu;
+  std::ofstream(root / "meta.json") << meta.dump(2);
+  return (root / "tp1").string();
+}
+
+TEST(ValidateShared, AProfileOfAnotherModelOrGpuIsRefusedUnlessAllowed) {
+  if (!testing::HaveSharedData()) GTEST_SKIP() << "shared data not present";
+  const std::string other_model = ProfileOf("model", "meta-llama/Llama-3.1-70B", "NVIDIA GeForce RTX 4090");
+  const VerbRun refused = Validate({Run4090(), "--profile", other_model});
+  EXPECT_EQ(refused.code, 3) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("meta.json"));
+  EXPECT_THAT(refused.err, HasSubstr("measured on meta-llama/Llama-3.1-70B, the run served meta-llama/Llama-3.1-8B"));
+  EXPECT_THAT(refused.err, HasSubstr("--allow-mismatch"));
+  const VerbRun allowed = Validate({Run4090(), "--profile", other_model, "--allow-mismatch", "--json"});
+  ASSERT_EQ(allowed.code, 0) << allowed.err;
+  const Json report = Json::parse(allowed.out);
+  bool warned = false;
+  for (const Json& n : report["notes"]) warned = warned || n.get<std::string>().find("profile mismatch allowed") != std::string::npos;
+  EXPECT_TRUE(warned) << report["notes"].dump();
+  // Another GPU than the run's device: refused too.
+  const std::string other_gpu = ProfileOf("gpu", "meta-llama/Llama-3.1-8B", "NVIDIA H100 80GB HBM3");
+  const VerbRun gpu = Validate({Run4090(), "--profile", other_gpu});
+  EXPECT_EQ(gpu.code, 3) << gpu.err;
+  EXPECT_THAT(gpu.err, HasSubstr("measured on NVIDIA H100 80GB HBM3, the run ran on NVIDIA GeForce RTX 4090"));
+}
+
+TEST_F(UserRunDir, AProfileOfAnotherGpuThanTheRunNamesIsRefused) {
+  if (!testing::HaveSharedData()) GTEST_SKIP() << "shared data not present";
+  Write("meta.json",
+        R"({"model": "meta-llama/Llama-3.1-8B", "hardware": {"device_name": "NVIDIA RTX PRO 6000"}, "num_requests": 3,
+            "engine_kwargs": {"tensor_parallel_size": 1, "max_num_seqs": 8, "max_num_batched_tokens": 512},
+            "kv_cache": {"block_size": 16, "num_gpu_blocks": 1000}})");
+  const VerbRun r = Validate({Dir(), "--profile", Profile4090()});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("measured on NVIDIA GeForce RTX 4090, the run ran on NVIDIA RTX PRO 6000"));
+  // The run as first written names no device: the profile's is assumed, and said so.
+  Write("meta.json",
+        R"({"model": "meta-llama/Llama-3.1-8B", "num_requests": 3,
+            "engine_kwargs": {"tensor_parallel_size": 1, "max_num_seqs": 8, "max_num_batched_tokens": 512},
+            "kv_cache": {"block_size": 16, "num_gpu_blocks": 1000}})");
+  const VerbRun assumed = Validate({Dir(), "--profile", Profile4090(), "--json"});
+  ASSERT_EQ(assumed.code, 0) << assumed.err;
+  EXPECT_THAT(assumed.out, HasSubstr("the profile's (NVIDIA GeForce RTX 4090) is assumed"));
+}
+
+}  // namespace
+}  // namespace fleetplan::cli

@@ -48,6 +48,7 @@ struct MeasuredRun {
   std::string dir;
   std::string name;              // "<hw>/<model>" from the last two folder names
   std::string hf_model;          // meta.json model
+  std::string gpu;               // meta.json hardware.device_name (optional): the GPU it ran on
   std::string catalog_model;     // catalog name it maps to
   int64_t tp = 1;
   int64_t dp = 1;
@@ -86,9 +87,15 @@ struct Calibration {
 Expected<Calibration> LoadCalibration(const std::string& path);
 Json CalibrationJson(const Calibration& c);
 
+// A profile whose meta.json (beside its tp folders) names another model than the run's
+// meta.json, or another GPU (`gpu`) than the run's hardware.device_name when it has one, is refused (located at the
+// profile's meta.json, exit 3) unless allow_mismatch, which replays it and says so in
+// `notes`. Profiles measure one layer (their hf_overrides set num_hidden_layers: 1), so the
+// layer count always comes from the catalog model the run's model maps to.
 struct ValidationOptions {
   std::string profile_dir;  // "" = DefaultProfileDir(run); a bf16 folder gets /tp<tp>
   Calibration calibration;
+  bool allow_mismatch = false;
 };
 
 struct ValidationResult {
