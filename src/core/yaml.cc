@@ -180,6 +180,7 @@ class TreeBuilder final : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     if (!status_.ok() || !CheckTag(mark, tag)) return;
+    if (tag == "!" && !CheckClosingQuote(mark)) return;
     Value& v = NewValue(Kind::kScalar, mark.line, mark.column);
     v.text = value;
     v.quoted = tag == "!";
@@ -242,6 +243,30 @@ class TreeBuilder final : public YAML::EventHandler {
     Fail(mark.line, mark.column, NextChildPath(),
          fmt::format("YAML tags are not supported, got {}; write the value without a tag",
                      QuoteValue(ShowTag(tag))));
+    return false;
+  }
+
+  // yaml-cpp reads a quoted scalar whose closing quote never comes up to the end of the
+  // file (a quoted scalar may span lines), which would swallow every later key. A quote
+  // must close somewhere after it opens.
+  bool CheckClosingQuote(const YAML::Mark& mark) {
+    const std::string_view text = state_.text;
+    const auto pos = static_cast<std::size_t>(std::max(mark.pos, 0));
+    if (pos >= text.size() || (text[pos] != '"' && text[pos] != '\'')) return true;
+    const char quote = text[pos];
+    for (std::size_t i = pos + 1; i < text.size(); ++i) {
+      if (quote == '"' && text[i] == '\\') {
+        ++i;  // an escape: the next character is not a closing quote
+      } else if (text[i] == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;  // '' is a quote inside a single-quoted scalar
+        } else {
+          return true;
+        }
+      }
+    }
+    Fail(mark.line, mark.column, NextChildPath(),
+         fmt::format("invalid YAML: unterminated quoted string: the {} here is never closed", quote));
     return false;
   }
 
@@ -314,6 +339,12 @@ class TreeBuilder final : public YAML::EventHandler {
     if (key.kind != Kind::kScalar) {
       Fail(key.line, key.byte_column, top.path,
            fmt::format("expected a field name, got {} as a key", Got(key)));
+      return;
+    }
+    if (key.text == "<<" && !key.quoted) {
+      Fail(key.line, key.byte_column, top.path,
+           "YAML merge keys ('<<') are not supported; write the fields out (an alias of a whole "
+           "value, `key: *name`, works)");
       return;
     }
     const auto [it, inserted] = top.key_lines.emplace(key.text, key.line);
@@ -410,6 +441,19 @@ Status CheckLineLengths(const State& state) {
   return Status::Ok();
 }
 
+// 0-based (line, byte column) of the first tab among the leading blanks of a line with
+// content, on lines 0..last_line; nullopt when there is none.
+std::optional<std::pair<int, int>> FirstIndentTab(const State& state, int last_line) {
+  for (int line = 0; line <= last_line && static_cast<std::size_t>(line) < state.line_starts.size(); ++line) {
+    const std::string_view l = state.Line(line);
+    const std::size_t content = l.find_first_not_of(" \t");
+    if (content == std::string_view::npos || l[content] == '#') continue;
+    const std::size_t tab = l.substr(0, content).find('\t');
+    if (tab != std::string_view::npos) return std::pair<int, int>{line, static_cast<int>(tab)};
+  }
+  return std::nullopt;
+}
+
 Status Parse(State& state) {
   TreeBuilder builder(state);
   std::istringstream in(state.text);
@@ -425,6 +469,13 @@ Status Parse(State& state) {
                         "invalid YAML: collections nested too deeply (yaml-cpp's limit is "
                         "about 500 levels)");
   } catch (const YAML::Exception& e) {
+    // A tab in the indentation at or above the error is its likely cause; yaml-cpp's own
+    // message ("illegal map value", ...) never says so.
+    const int last_line = e.mark.is_null() ? static_cast<int>(state.line_starts.size()) - 1 : e.mark.line;
+    if (const std::optional<std::pair<int, int>> tab = FirstIndentTab(state, last_line)) {
+      return LocatedError(state.Locate(tab->first, tab->second), "",
+                          "invalid YAML: a tab in the indentation; YAML indents with spaces only");
+    }
     SourceLocation loc;
     if (!e.mark.is_null()) loc = state.Locate(e.mark.line, e.mark.column);
     loc.file = state.display_name;
@@ -722,6 +773,12 @@ Status YamlNode::AbsentError() const {
   const SourceLocation where = LocateValue(*doc_, *parent_);
   if (parent_->kind != Kind::kMap && parent_->kind != Kind::kNull) {
     return LocatedError(where, parent_path_, fmt::format("expected a mapping, got {}", Got(*parent_)));
+  }
+  if (parent_ == doc_->root && parent_->kind == Kind::kNull && parent_->origin == nullptr) {
+    const bool blank = doc_->text.find_first_not_of(" \t\r\n") == std::string::npos;
+    return LocatedError(SourceLocation{doc_->display_name, 0, 0, ""}, "",
+                        fmt::format("the file is {}: missing required field {}",
+                                    blank ? "empty" : "only comments (no YAML value)", QuoteValue(missing_key_)));
   }
   return LocatedError(where, parent_path_,
                       fmt::format("missing required field {}", QuoteValue(missing_key_)));

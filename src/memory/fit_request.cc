@@ -259,6 +259,8 @@ Expected<FitSpec> ReadFitScenario(const std::string& path, const std::string& po
 Expected<FitSpec> ReadFitScenario(const YamlDocument& doc, const std::string& pool_role,
                                   const ValueOrigin& pool_origin) {
   const YamlNode root = doc.root();
+  // An empty file (or one of comments) is named as such, not as a missing model.
+  if (root.IsNull()) FP_RETURN_IF_ERROR(root["model"].RequirePresent());
   FP_RETURN_IF_ERROR(root.CheckKeys(keys::kRoot));
   FP_RETURN_IF_ERROR(ReadVersion(root["version"]));
   FitSpec spec;

@@ -1,0 +1,97 @@
+// Error messages that named the wrong cause, no cause or no place (B1-B16): each now
+// names what is wrong, where (file:line:col when there is a file) and what to do. One
+// test per defect, named after it; exact texts are pinned where they are the contract.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/cli_run.h"
+#include "fleetplan/core/units_parse.h"
+#include "fleetplan/fleet/fidelity.h"
+#include "support/shared_data.h"
+
+namespace fleetplan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+using testing::CliRun;
+
+CliRun Fleetplan(std::vector<std::string> args) { return testing::RunFleetplan(std::move(args)); }
+
+template <typename T>
+std::string ErrorOf(const Expected<T>& e) {
+  return e.ok() ? "(ok)" : e.status().message();
+}
+
+constexpr const char* kHead = "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n";
+constexpr const char* kStepModel =
+    "engine:\n  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, "
+    "per_seq: 0.1ms}}\n";
+constexpr const char* kWorkload =
+    "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
+    "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
+
+class HardeningMessages : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fleetplan-messages-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    fs::create_directories(fs::path(Path(name)).parent_path());
+    std::ofstream(Path(name), std::ios::binary) << text;
+    return Path(name);
+  }
+  std::string Scenario(const std::string& name, const std::string& extra = "") const {
+    return Write(name, std::string(kHead) + kStepModel + extra + kWorkload);
+  }
+  fs::path dir_;
+};
+
+TEST_F(HardeningMessages, B1_UnterminatedQuoteIsTheYamlErrorAtItsPlace) {
+  const std::string path = Write("q.yaml", "version: 1\nname: \"atlas\nmodel: {name: llama-3.1-8b}\n" +
+                                               std::string("hardware: {gpu: h100-sxm-80g}\n") + kWorkload);
+  const CliRun r = Fleetplan({"simulate", path, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, StartsWith(path + ":2:7: name: invalid YAML: unterminated quoted string: the \" here is never "
+                                       "closed\n"));
+  const std::string single = Write("s.yaml", "version: 1\nname: 'it''s\nmodel: {name: llama-3.1-8b}\n");
+  EXPECT_THAT(Fleetplan({"fit", "--scenario", single}).err, StartsWith(single + ":2:7: name: invalid YAML: "
+                                                                                "unterminated quoted string"));
+}
+
+TEST_F(HardeningMessages, B13_TabIndentMergeKeyAndEmptyFileNameTheCause) {
+  const std::string tab = Write("tab.yaml", "version: 1\nmodel:\n\tname: llama-3.1-8b\nhardware: {gpu: h100-sxm-80g}\n");
+  const CliRun t = Fleetplan({"fit", "--scenario", tab});
+  EXPECT_EQ(t.code, 3);
+  EXPECT_THAT(t.err, StartsWith(tab + ":3:1: invalid YAML: a tab in the indentation; YAML indents with spaces only\n"));
+  const std::string merge = Write("merge.yaml", "version: 1\nbase: &b {gpu: h100-sxm-80g}\nmodel: {name: llama-3.1-8b}\n"
+                                                "hardware:\n  <<: *b\n");
+  const CliRun m = Fleetplan({"fit", "--scenario", merge});
+  EXPECT_EQ(m.code, 3);
+  EXPECT_THAT(m.err, StartsWith(merge + ":5:3: hardware: YAML merge keys ('<<') are not supported; write the fields "
+                                        "out (an alias of a whole value, `key: *name`, works)\n"));
+  const std::string empty = Write("empty.yaml", "");
+  const CliRun e = Fleetplan({"simulate", empty, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(e.code, 3);
+  EXPECT_EQ(e.err, empty + ": the file is empty: missing required field 'model'\n");
+  const std::string comments = Write("comments.yaml", "# nothing yet\n");
+  EXPECT_EQ(Fleetplan({"simulate", comments, "--quiet", "--out", Path("out")}).err,
+            comments + ": the file is only comments (no YAML value): missing required field 'model'\n");
+  EXPECT_EQ(Fleetplan({"fit", "--scenario", empty}).err, empty + ": the file is empty: missing required field 'model'\n");
+}
+
+}  // namespace
+}  // namespace fleetplan::cli
