@@ -341,6 +341,12 @@ void RegisterCatalogVerb(CLI::App& app, VerbAction& action) {
       "List the built-in models, GPUs and links (plus user catalog files), with the source of "
       "every figure. Exit 0 done, 2 usage, 3 invalid input.");
   cmd->require_subcommand(1);
+  // Added before its listings, so `catalog models --help` ends with it too.
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan catalog models\n"
+      "  fleetplan catalog gpus h100-sxm-80g\n"
+      "  fleetplan catalog links --catalog lab-catalog.yaml --json");
   AddListing(cmd, kModels,
              "Models: shape, parameters computed from it (total, active), KV per token", action);
   AddListing(cmd, kGpus, "GPUs: memory as the driver reports it, bandwidth, dense FLOP/s", action);

@@ -165,6 +165,11 @@ void RegisterExpertsVerb(CLI::App& app, VerbAction& action) {
       "Where should each MoE expert live? Contiguous vs balanced placement (with replicas of hot "
       "experts) from observed routing counts: per-rank load, maximum load, dispatch and combine "
       "bytes, and whether the update repays its weight copy. Exit 0 done, 2 usage, 3 invalid input.");
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan experts --counts 100,10,10,10,50,5,5,10 --ranks 4\n"
+      "  fleetplan experts --counts-file routing.csv --ranks 4 --redundant-experts 4 --model mixtral-8x7b --gpu h100-sxm-80g "
+      "--json");
   auto flags = std::make_shared<ExpertsFlags>();
   ExpertsFlags& f = *flags;
   AddText(cmd, f.counts, "--counts", "Routed assignments per expert (totals), e.g. 10,7,3,1");

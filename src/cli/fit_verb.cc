@@ -193,6 +193,11 @@ void RegisterFitVerb(CLI::App& app, VerbAction& action) {
       "Does the model fit? Weights, KV and workspace per GPU, KV capacity, the most concurrent "
       "sequences, and the nearest passing values when it does not fit. Exit 0 fits, 1 does not "
       "fit, 2 usage, 3 invalid input.");
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan fit --model atlas-70b --gpu h100-sxm-80g --tp 4 --context 32768 --concurrency 64\n"
+      "  fleetplan fit --scenario scenario.yaml --json\n"
+      "  fleetplan fit --scenario scenario.yaml --pool decode --weight-dtype fp8");
   auto flags = std::make_shared<FitFlags>();
   FitFlags& f = *flags;
   AddText(cmd, f.scenario, "--scenario",

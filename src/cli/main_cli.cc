@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/error.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -24,7 +27,6 @@ constexpr const char* kFooter =
 
 Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{kDescription, "fleetplan"};
-  app.footer(kFooter);
   app.require_subcommand(1);
   app.set_version_flag("--version", "fleetplan 0.1.0");
 
@@ -45,6 +47,16 @@ Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   RegisterPlanVerb(app, action);
   RegisterGateVerb(app, action);
   RegisterServeVerb(app, action);
+  // After the verbs: a subcommand copies its parent's footer when it is added, and each
+  // verb's help ends with its own examples, not these.
+  app.footer(kFooter);
+
+  std::vector<std::string> verbs;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) verbs.push_back(sub->get_name());
+  if (argc >= 2 && argv[1][0] != '-' && std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
+    return UsageError("fleetplan: " + UnknownNameMessage("verb", argv[1], verbs) +
+                      "\nRun `fleetplan --help` for what each verb does.\n");
+  }
 
   try {
     app.parse(argc, argv);

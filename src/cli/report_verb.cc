@@ -69,6 +69,11 @@ void RegisterReportVerb(CLI::App& app, VerbAction& action) {
       "Per-class and fleet figures from per-request records: counts by status, throughput and "
       "goodput over the measurement window, SLO attainment, TTFT / TPOT / ITL-max / E2E "
       "percentiles, E2E by output length. Exit 0 done, 2 usage, 3 invalid input.");
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan report --records out/requests.jsonl --slo scenario.yaml\n"
+      "  fleetplan report --records out/requests.jsonl --window 10m --window-by finish --json\n"
+      "  fleetplan report --records bench.json --format vllm-bench --class chat");
   auto flags = std::make_shared<ReportFlags>();
   ReportFlags& f = *flags;
   cmd->add_option("--records", f.records, "Records file (JSONL, or a vLLM bench result JSON)")->required();

@@ -181,6 +181,8 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
                 "No progress on stderr (otherwise: a bar with ETA over simulated time on a terminal, plain "
                 "lines in a log)");
   sub->footer(
+      "Exit codes: 0 done, 1 the fleet cannot run (a pool holds no KV block), 2 usage, 3 invalid\n"
+      "input (located: file:line:col).\n"
       "Outputs (under --out or output.dir): report.json (canonical, byte-identical for the same\n"
       "scenario and seed), requests.jsonl (one record per request; `fleetplan report` reads it),\n"
       "timeline.json (Chrome trace events: open in Perfetto), report.html (plots and tables of\n"

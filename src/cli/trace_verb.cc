@@ -346,6 +346,13 @@ void RegisterTraceVerb(CLI::App& app, VerbAction& action) {
   CLI::App* trace = app.add_subcommand(
       "trace", "Request traces: generate one from a scenario, summarise one, convert an imported one.");
   trace->require_subcommand(1);
+  // Added before its verbs, so `trace gen|stats|convert --help` end with it too.
+  trace->footer(
+      "Exit codes: 0 done, 2 usage, 3 invalid input (located: file:line:col).\n"
+      "Examples:\n"
+      "  fleetplan trace gen scenario.yaml -o trace.jsonl --duration 10m\n"
+      "  fleetplan trace stats mooncake_trace.jsonl --format mooncake\n"
+      "  fleetplan trace convert AzureLLMInferenceTrace_conv.csv --format azure -o azure.jsonl");
 
   auto gen_flags = std::make_shared<TraceFlags>();
   CLI::App* gen = trace->add_subcommand(

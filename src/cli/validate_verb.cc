@@ -133,6 +133,11 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
       "kernel-table step model and report measured vs predicted TTFT / TPOT / E2E (mean, p50, p90, "
       "p99, signed error, per-request MAPE) and the queue time series. With --fit OUT, fit a "
       "calibration file on the given runs. Exit 0 done, 2 usage, 3 invalid input.");
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan validate runs/h100/llama-8b/run1\n"
+      "  fleetplan validate runs/h100/llama-8b/run1 --calibration calibration.json --json\n"
+      "  fleetplan validate --fit calibration.json runs/h100/llama-8b/run1 runs/h100/llama-8b/run2");
   auto flags = std::make_shared<ValidateFlags>();
   ValidateFlags& f = *flags;
   cmd->add_option("RUN_DIR", f.runs, "Run directory (several with --fit)")->required();

@@ -60,6 +60,18 @@ class HardeningMessages : public ::testing::Test {
   fs::path dir_;
 };
 
+TEST_F(HardeningMessages, B12_UnknownVerbIsNamedWithDidYouMeanAndTheVerbs) {
+  const CliRun typo = Fleetplan({"simulat", "x.yaml"});
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_THAT(typo.err, StartsWith("fleetplan: unknown verb 'simulat'; did you mean 'simulate'? (valid: catalog, fit, "
+                                   "simulate, report, layout, place, experts, trace, validate, sweep, capacity, "
+                                   "evidence, rollout, plan, gate, serve)\n"));
+  const CliRun bogus = Fleetplan({"bogus"});
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_THAT(bogus.err, StartsWith("fleetplan: unknown verb 'bogus' (valid: catalog, fit,"));
+  EXPECT_THAT(bogus.err, Not(HasSubstr("subcommand is required")));
+}
+
 TEST_F(HardeningMessages, B1_UnterminatedQuoteIsTheYamlErrorAtItsPlace) {
   const std::string path = Write("q.yaml", "version: 1\nname: \"atlas\nmodel: {name: llama-3.1-8b}\n" +
                                                std::string("hardware: {gpu: h100-sxm-80g}\n") + kWorkload);
@@ -91,6 +103,23 @@ TEST_F(HardeningMessages, B13_TabIndentMergeKeyAndEmptyFileNameTheCause) {
   EXPECT_EQ(Fleetplan({"simulate", comments, "--quiet", "--out", Path("out")}).err,
             comments + ": the file is only comments (no YAML value): missing required field 'model'\n");
   EXPECT_EQ(Fleetplan({"fit", "--scenario", empty}).err, empty + ": the file is empty: missing required field 'model'\n");
+}
+
+TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
+  const std::string global_example = "fleetplan gate speculation rounds.jsonl --ordinary 8ms";
+  for (const std::string verb : {"catalog", "fit", "simulate", "report", "layout", "place", "experts", "trace",
+                                 "validate", "sweep", "capacity", "evidence", "rollout", "plan", "serve"}) {
+    const CliRun r = Fleetplan({verb, "--help"});
+    EXPECT_EQ(r.code, 0) << verb;
+    EXPECT_THAT(r.out, Not(HasSubstr(global_example))) << verb;
+    EXPECT_THAT(r.out, HasSubstr("xit")) << verb << " names its exit codes";
+  }
+  for (const std::string verb : {"simulate", "trace"}) {
+    EXPECT_THAT(Fleetplan({verb, "--help"}).out, HasSubstr("Exit codes: 0 done")) << verb;
+  }
+  EXPECT_THAT(Fleetplan({"trace", "gen", "--help"}).out, HasSubstr("fleetplan trace gen scenario.yaml"));
+  EXPECT_THAT(Fleetplan({"report", "--help"}).out, HasSubstr("fleetplan report --records out/requests.jsonl"));
+  EXPECT_THAT(Fleetplan({"--help"}).out, HasSubstr(global_example));
 }
 
 }  // namespace
