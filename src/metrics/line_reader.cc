@@ -38,6 +38,10 @@ bool LineReader::Refill() {
   return true;
 }
 
+void LineReader::SkipBom(std::string_view* line) const {
+  if (line_number_ == 1 && line->substr(0, kUtf8Bom.size()) == kUtf8Bom) line->remove_prefix(kUtf8Bom.size());
+}
+
 bool LineReader::Next(std::string_view* line) {
   if (!status_.ok()) return false;
   while (true) {
@@ -50,6 +54,7 @@ bool LineReader::Next(std::string_view* line) {
       *line = std::string_view(base + begin_, stop - begin_);
       begin_ = at + 1;
       ++line_number_;
+      SkipBom(line);
       return true;
     }
     if (eof_ || !Refill()) {
@@ -60,6 +65,7 @@ bool LineReader::Next(std::string_view* line) {
       begin_ = end_;
       ++line_number_;
       unterminated_ = true;
+      SkipBom(line);
       return true;
     }
   }

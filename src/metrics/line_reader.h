@@ -19,7 +19,10 @@ class LineReader {
   // A missing or unreadable file is an InvalidInput naming it.
   static Expected<std::unique_ptr<LineReader>> Open(const std::string& path);
 
-  // The next line without its "\n" (or "\r\n"); false at the end of the file or on a
+  // A UTF-8 byte order mark at the start of the file (some Windows tools write one).
+  static constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+  // The next line without its "\n" (or "\r\n"), and line 1 without a byte order mark; false at the end of the file or on a
   // read error (see status()). The view is valid until the next call.
   bool Next(std::string_view* line);
   int64_t line_number() const { return line_number_; }
@@ -32,6 +35,7 @@ class LineReader {
  private:
   LineReader() = default;
   bool Refill();
+  void SkipBom(std::string_view* line) const;
 
   static constexpr size_t kChunkBytes = 1 << 20;  // 1 MiB reads: few syscalls, small memory
 

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
 
+#include "core/utf8.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "metrics/records_common.h"
@@ -56,17 +62,38 @@ Expected<std::unique_ptr<RecordReader>> MakeRecordReader(std::string_view format
 }
 
 Expected<std::string> DetectRecordFormat(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidInput(fmt::format("{}: is a directory, not a records file (a run's records are its "
+                                    "requests.jsonl)",
+                                    path));
+  }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) return InvalidInput(fmt::format("{}: cannot open", path));
+  if (!file) return InvalidInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   std::string head(kDetectBytes, '\0');
   head.resize(std::fread(head.data(), 1, head.size(), file.get()));
-  const std::vector<std::string> keys = metrics_detail::LeadingKeys(head);
+  constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+  std::string_view text = head;
+  if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
+  const std::vector<std::string> keys = metrics_detail::LeadingKeys(text);
   for (const FormatMarkers& m : kMarkers) {
     for (const std::string& key : keys) {
       for (std::string_view marker : m.keys) {
         if (!marker.empty() && key == marker) return std::string(m.format);
       }
     }
+  }
+  // Text that is not UTF-8 is the real error, not the format (a sequence cut at the end of
+  // what was read is not counted).
+  const std::size_t invalid = utf8::FindInvalid(text);
+  if (invalid != std::string_view::npos && (head.size() < kDetectBytes || invalid + 4 < text.size())) {
+    const std::string_view before = text.substr(0, invalid);
+    const auto line = static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1;
+    const std::size_t line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+    const int column = static_cast<int>(utf8::CountCodePoints(before.substr(line_start))) + 1;
+    return LocatedError(SourceLocation{path, line, column, ""}, "",
+                        fmt::format("expected UTF-8 text, found the byte 0x{:02x}",
+                                    static_cast<unsigned char>(text[invalid])));
   }
   std::string seen = keys.empty() ? "no JSON object keys" : fmt::format("keys {}", fmt::join(keys, ", "));
   if (keys.size() > 8) seen = fmt::format("keys {}, ...", fmt::join(keys.begin(), keys.begin() + 8, ", "));

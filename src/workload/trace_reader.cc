@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include "fleetplan/workload/trace.h"
@@ -429,6 +431,10 @@ Expected<std::unique_ptr<TraceSource>> OpenTraceStream(std::unique_ptr<std::istr
 }
 
 Expected<std::unique_ptr<TraceSource>> OpenTrace(const std::string& path, const TraceReadOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return LocatedError(SourceLocation{path, 0, 0, ""}, "", "is a directory, not a trace file");
+  }
   auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*in) {
     return LocatedError(SourceLocation{path, 0, 0, ""}, "", "cannot open the trace file (missing or unreadable)");

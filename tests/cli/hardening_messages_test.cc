@@ -105,6 +105,39 @@ TEST_F(HardeningMessages, B13_TabIndentMergeKeyAndEmptyFileNameTheCause) {
   EXPECT_EQ(Fleetplan({"fit", "--scenario", empty}).err, empty + ": the file is empty: missing required field 'model'\n");
 }
 
+TEST_F(HardeningMessages, B2_AzureCsvWithCrlfLineEndingsIsRead) {
+  const std::string trace = Write("azure.csv",
+                                  "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:00:00.0000000,10,5\r\n"
+                                  "2023-11-16 18:00:01.0000000,20,6\r\n");
+  const CliRun r = Fleetplan({"trace", "stats", trace, "--format", "azure"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("requests     2\n"));
+  const CliRun detected = Fleetplan({"trace", "stats", trace});
+  EXPECT_EQ(detected.code, 0) << detected.err;
+}
+
+TEST_F(HardeningMessages, B7_RecordsWithABomReadAndInvalidUtf8IsLocated) {
+  const std::string line =
+      R"({"id":0,"class":"default","arrival_s":0,"first_token_s":0.1,"finish_s":0.5,"status":"ok","input_tokens":10,"output_tokens":5})";
+  const std::string bom = Write("bom.jsonl", "\xEF\xBB\xBF" + line + "\n");
+  const CliRun b = Fleetplan({"report", "--records", bom});
+  EXPECT_EQ(b.code, 0) << b.err;
+  const std::string bad = Write("bad.jsonl", R"({"id":0,"class":"d)" "\xff" R"(","arrival_s":0})" "\n");
+  const CliRun u = Fleetplan({"report", "--records", bad});
+  EXPECT_EQ(u.code, 3);
+  EXPECT_EQ(u.err, bad + ":1:19: expected UTF-8 text, found the byte 0xff\n");
+}
+
+TEST_F(HardeningMessages, B8_ADirectoryAsInputIsNamed) {
+  fs::create_directories(Path("run"));
+  const CliRun report = Fleetplan({"report", "--records", Path("run")});
+  EXPECT_EQ(report.code, 3);
+  EXPECT_EQ(report.err, Path("run") + ": is a directory, not a records file (a run's records are its requests.jsonl)\n");
+  const CliRun stats = Fleetplan({"trace", "stats", Path("run")});
+  EXPECT_EQ(stats.code, 3);
+  EXPECT_EQ(stats.err, Path("run") + ": is a directory, not a trace file\n");
+}
+
 TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
   const std::string global_example = "fleetplan gate speculation rounds.jsonl --ordinary 8ms";
   for (const std::string verb : {"catalog", "fit", "simulate", "report", "layout", "place", "experts", "trace",
