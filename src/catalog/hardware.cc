@@ -1,4 +1,5 @@
 #include "fleetplan/catalog/hardware.h"
+#include "fleetplan/catalog/native_dtype.h"
 
 #include <fmt/format.h>
 
@@ -82,6 +83,14 @@ Expected<double> ParseBandwidth(std::string_view text) {
 
 bool GpuSpec::Supports(DType t) const {
   return std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end();
+}
+
+std::string NativeDTypeGap(const GpuSpec& gpu, std::string_view label, DType t, std::string_view what) {
+  if (gpu.Supports(t)) return "";
+  std::vector<std::string> formats;
+  for (const DType d : gpu.dtypes) formats.emplace_back(DTypeName(d));
+  return fmt::format("{} has no native {} for the {} (its formats: {})", label, DTypeName(t), what,
+                     fmt::join(formats, ", "));
 }
 
 double GpuSpec::PeakFlops(DType t) const {

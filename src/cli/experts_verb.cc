@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/catalog/native_dtype.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
@@ -103,6 +104,9 @@ Status Price(const ExpertsFlags& f, const Catalog& catalog, const std::optional<
   } else {
     r.derived.push_back(
         fmt::format("weight dtype {}: the model's native format (--weight-dtype not given)", DTypeName(weights)));
+  }
+  if (const std::string gap = NativeDTypeGap(*gpu, gpu->name, weights, "weights"); !gap.empty()) {
+    return FlagError(f.weight_dtype.given() ? "--weight-dtype" : "--gpu", gap);
   }
   const std::string link_name = f.link.given() ? f.link.text : gpu->default_intra_link;
   Expected<LinkSpec> link = catalog.Link(link_name);

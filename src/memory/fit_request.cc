@@ -1,9 +1,12 @@
 #include "fleetplan/memory/fit_request.h"
 
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "fleetplan/catalog/native_dtype.h"
 #include "fleetplan/core/scenario_schema.h"
 #include "fleetplan/core/yaml.h"
 #include "memory/text.h"
@@ -165,7 +168,18 @@ T ValueOr(const Sourced<T>& s, T fallback, std::vector<std::string>& defaulted,
 }
 
 Expected<ModelSpec> ResolveModel(const FitSpec& spec, const Catalog& catalog) {
-  if (spec.model_spec.value) return *spec.model_spec.value;
+  if (spec.model_spec.value) {
+    // A name beside an inline spec labels it; a catalog model's name would run the inline
+    // shape under that model's name, so it must be one or the other.
+    if (spec.model_name.value && catalog.Model(*spec.model_name.value).ok()) {
+      return ErrorAt(spec.model_name.origin,
+                     fmt::format("'{}' is a catalog model, and {} defines an inline model beside it; use one: "
+                                 "drop {} to run the catalog model, or give the inline model a name of its "
+                                 "own",
+                                 *spec.model_name.value, spec.model_spec.origin.path, spec.model_spec.origin.path));
+    }
+    return *spec.model_spec.value;
+  }
   if (!spec.model_name.value) {
     return UsageError("missing model: pass --model NAME (`fleetplan catalog models` lists them) "
                       "or --scenario FILE with model.name");
@@ -309,6 +323,21 @@ Expected<ResolvedFit> ResolveFitSpec(const FitSpec& spec, const Catalog& catalog
     ValueOrigin origin = OriginFor(spec, e->field);
     if (origin.path.empty()) origin.path = std::string(MemoryFieldName(e->field));
     return ErrorAt(origin, e->message);
+  }
+  // The formats the GPU has natively, as layout checks them.
+  const std::tuple<MemoryField, DType, const char*> formats[] = {
+      {MemoryField::kWeightDType, req.memory.weight_dtype, "weights"},
+      {MemoryField::kKvDType, req.memory.kv_dtype, "KV cache"}};
+  for (const auto& [field, dtype, what] : formats) {
+    std::string gap = NativeDTypeGap(req.memory.gpu, req.memory.gpu.name, dtype, what);
+    if (gap.empty()) continue;
+    ValueOrigin origin = OriginFor(spec, field);
+    if (origin.path.empty()) {
+      origin.path = std::string(MemoryFieldName(field));
+      gap += field == MemoryField::kWeightDType ? "; it is the checkpoint's format: choose another one"
+                                                : "; choose another KV format";
+    }
+    return ErrorAt(origin, gap);
   }
   return out;
 }

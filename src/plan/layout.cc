@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fleetplan/catalog/dtype.h"
+#include "fleetplan/catalog/native_dtype.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/memory/fit.h"
 #include "fleetplan/memory/weights.h"
@@ -110,13 +111,10 @@ std::vector<int64_t> EpCandidates(const LayoutRequest& r, int64_t tp) {
 }
 
 std::string DTypeGap(const GpuClass& k, const LayoutRequest& r) {
-  std::vector<std::string> formats;
-  for (const DType d : k.gpu.dtypes) formats.emplace_back(DTypeName(d));
   const std::pair<const char*, DType> wanted[] = {{"weights", r.weight_dtype}, {"KV cache", r.kv_dtype}};
   for (const auto& [what, t] : wanted) {
-    if (k.gpu.Supports(t)) continue;
-    return fmt::format("{} has no native {} for the {} (its formats: {})", k.label, DTypeName(t), what,
-                       fmt::join(formats, ", "));
+    std::string gap = NativeDTypeGap(k.gpu, k.label, t, what);
+    if (!gap.empty()) return gap;
   }
   return "";
 }

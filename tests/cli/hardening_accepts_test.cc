@@ -1,0 +1,101 @@
+// Inputs that were silently accepted (S3, S6, S8, S9, S10, S11, S13): each is now refused
+// with a located, actionable error and the stable exit code, or (S13's --compare) reports
+// the outcome it shows. One test per defect, named after it; S4 (`version:` may be
+// omitted) is documented behaviour, pinned by tests/fleet/scenario_defaults_doc_test.cc.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/cli_run.h"
+
+namespace fleetplan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::CliRun;
+
+CliRun Fleetplan(std::vector<std::string> args) { return testing::RunFleetplan(std::move(args)); }
+
+constexpr const char* kStepModel =
+    "engine:\n  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, "
+    "per_seq: 0.1ms}}\n";
+constexpr const char* kWorkload =
+    "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
+    "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
+
+class HardeningAccepts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fleetplan-accepts-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(Path(name), std::ios::binary) << text;
+    return Path(name);
+  }
+  fs::path dir_;
+};
+
+TEST_F(HardeningAccepts, S3_CatalogModelNameBesideAnInlineSpecIsALocatedError) {
+  const std::string spec =
+      "spec: {layers: 2, hidden: 256, heads: 4, kv_heads: 2, head_dim: 64, intermediate: 512, vocab: 1000, "
+      "max_context: 2048}";
+  const std::string both = Write("both.yaml", "version: 1\nmodel:\n  name: atlas-70b\n  " + spec +
+                                                  "\nhardware: {gpu: h100-sxm-80g}\n" + kStepModel + kWorkload);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"simulate", both, "--quiet", "--out", Path("out")},
+        std::vector<std::string>{"fit", "--scenario", both}}) {
+    const CliRun r = Fleetplan(args);
+    EXPECT_EQ(r.code, 3) << args[0] << ": " << r.out << r.err;
+    EXPECT_THAT(r.err, StartsWith(both + ":3:9: model.name: 'atlas-70b' is a catalog model, and model.spec "
+                                         "defines an inline model beside it; use one: drop model.spec to run the "
+                                         "catalog model, or give the inline model a name of its own"))
+        << args[0];
+  }
+  // A name of its own labels the inline model, as before.
+  const std::string named = Write("named.yaml", "version: 1\nmodel:\n  name: toy\n  " + spec +
+                                                    "\nhardware: {gpu: h100-sxm-80g}\n" + kStepModel + kWorkload);
+  const CliRun ok = Fleetplan({"fit", "--scenario", named});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("toy"));
+}
+
+TEST_F(HardeningAccepts, S10_FitAndExpertsRefuseAFormatTheGpuLacksAsLayoutDoes) {
+  const std::string gap = "h100-sxm-80g has no native fp4 for the weights (its formats: bf16, fp16, fp32, fp8, int8, int4)";
+  const CliRun layout = Fleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "1x8xh100-sxm-80g",
+                                   "--weight-dtype", "fp4", "--quiet"});
+  EXPECT_EQ(layout.code, 1);
+  EXPECT_THAT(layout.out, HasSubstr(gap));
+  const CliRun fit = Fleetplan({"fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80g", "--weight-dtype", "fp4",
+                                "--context", "4096"});
+  EXPECT_EQ(fit.code, 3) << fit.out;
+  EXPECT_EQ(fit.err, "--weight-dtype: " + gap + "\n");
+  const CliRun experts = Fleetplan({"experts", "--counts", "10,7,3,1,5,5,2,9", "--ranks", "2", "--model",
+                                    "mixtral-8x7b", "--gpu", "h100-sxm-80g", "--weight-dtype", "fp4"});
+  EXPECT_EQ(experts.code, 3) << experts.out;
+  EXPECT_EQ(experts.err, "--weight-dtype: " + gap + "\n");
+  // A scenario is read by the same rule, located at its value.
+  const std::string scenario =
+      Write("fp4.yaml", "version: 1\nmodel: {name: llama-3.1-8b, weight_dtype: fp4}\nhardware: {gpu: h100-sxm-80g}\n" +
+                            std::string(kStepModel) + kWorkload);
+  const CliRun sim = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(sim.code, 3);
+  EXPECT_THAT(sim.err, StartsWith(scenario + ":2:43: model.weight_dtype: " + gap));
+  // A GPU that has fp4 passes.
+  EXPECT_EQ(Fleetplan({"fit", "--model", "llama-3.1-8b", "--gpu", "b200-192g", "--weight-dtype", "fp4", "--context", "4096"})
+                .code,
+            0);
+}
+
+}  // namespace
+}  // namespace fleetplan::cli
