@@ -276,6 +276,7 @@ Status RunLayout(const LayoutFlags& f, std::ostream& out, std::ostream& err) {
   FP_RETURN_IF_ERROR(FillRequest(f, catalog, request, derived));
   int64_t rows = kLayoutTextRows;
   FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
+  if (rows < 1) return UsageError(fmt::format("--rows: expected an integer >= 1, got {}", QuoteValue(f.rows.text)));
   // Each candidate packs replicas onto every node: thousands of nodes take seconds.
   std::unique_ptr<Progress> progress;
   const auto on_candidate = [&](int64_t done, int64_t total) {

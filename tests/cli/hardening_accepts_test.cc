@@ -70,6 +70,18 @@ TEST_F(HardeningAccepts, S3_CatalogModelNameBesideAnInlineSpecIsALocatedError) {
   EXPECT_THAT(ok.out, HasSubstr("toy"));
 }
 
+TEST_F(HardeningAccepts, S9_LayoutRowsBelowOneIsAUsageError) {
+  for (const std::string rows : {"0", "-1"}) {
+    const CliRun r =
+        Fleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "1x8xh100-sxm-80g", "--quiet", "--rows=" + rows});
+    EXPECT_EQ(r.code, 2) << rows << ": " << r.err;
+    EXPECT_EQ(r.err, "--rows: expected an integer >= 1, got '" + rows + "'\n");
+  }
+  EXPECT_EQ(Fleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "1x8xh100-sxm-80g", "--quiet", "--rows", "1"})
+                .code,
+            0);
+}
+
 TEST_F(HardeningAccepts, S10_FitAndExpertsRefuseAFormatTheGpuLacksAsLayoutDoes) {
   const std::string gap = "h100-sxm-80g has no native fp4 for the weights (its formats: bf16, fp16, fp32, fp8, int8, int4)";
   const CliRun layout = Fleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "1x8xh100-sxm-80g",
