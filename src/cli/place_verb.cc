@@ -79,10 +79,16 @@ Status RunPlace(const PlaceFlags& f, std::ostream& out) {
   } else {
     out << PlacementReportText(state, plans);
   }
-  const PlacementPlan& chosen = plans.front();
-  if (chosen.unplaced.empty()) return Status::Ok();
-  return Status(StatusCode::kCheckFailed, fmt::format("fleetplan place: policy {} left {} of {} group(s) unplaced",
-                                                      chosen.policy, chosen.unplaced.size(), chosen.requests.size()));
+  // Exit 1 when any plan shown leaves a group unplaced: with --compare, the answer for
+  // every policy compared is part of what was asked.
+  std::vector<std::string> short_of;
+  for (const PlacementPlan& plan : plans) {
+    if (plan.unplaced.empty()) continue;
+    short_of.push_back(fmt::format("policy {} left {} of {} group(s) unplaced", plan.policy, plan.unplaced.size(),
+                                   plan.requests.size()));
+  }
+  if (short_of.empty()) return Status::Ok();
+  return Status(StatusCode::kCheckFailed, fmt::format("fleetplan place: {}", fmt::join(short_of, "; ")));
 }
 
 }  // namespace
@@ -92,7 +98,13 @@ void RegisterPlaceVerb(CLI::App& app, VerbAction& action) {
       app.add_subcommand("place",
                          "Where do these GPU groups go? Places replica groups (1, 2, 4, 8 GPUs with locality "
                          "needs) onto a cluster with existing allocations, and reports the fragmentation left. "
-                         "Exit 0 all placed, 1 some unplaced, 2 usage, 3 invalid input.");
+                         "Exit 0 all placed (by every policy shown: with --compare, each compared one), 1 some "
+                         "unplaced, 2 usage, 3 invalid input.");
+  cmd->footer(
+      "Examples:\n"
+      "  fleetplan place --cluster 2x8xh100-sxm-80g --sizes 1,1,2,4\n"
+      "  fleetplan place --cluster lab.yaml --requests requests.yaml --compare\n"
+      "  fleetplan place --cluster lab.yaml --sizes 8 --without node:n3 --json");
   auto flags = std::make_shared<PlaceFlags>();
   PlaceFlags& f = *flags;
   cmd->add_option("--cluster", f.cluster, "Cluster file (YAML) or short form, e.g. 2x8xh100-sxm-80g (at most 2048 nodes: docs/limits.md)")

@@ -395,6 +395,14 @@ Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catal
 }
 
 Expected<Cluster> ApplyRemovals(Cluster cluster, const std::vector<std::string>& removals, std::string_view flag) {
+  for (std::size_t i = 0; i < removals.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (removals[j] != removals[i]) continue;
+      return UsageError(FormatLocatedError(
+          SourceLocation{}, flag,
+          fmt::format("{} is given twice (each removal once: what is lost is lost)", QuoteValue(removals[i]))));
+    }
+  }
   for (const std::string& text : removals) {
     Expected<Removal> removal = ParseRemoval(text);
     if (!removal.ok()) return LocatedError(SourceLocation{}, flag, removal.status().message());

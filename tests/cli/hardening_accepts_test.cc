@@ -109,5 +109,29 @@ TEST_F(HardeningAccepts, S10_FitAndExpertsRefuseAFormatTheGpuLacksAsLayoutDoes) 
             0);
 }
 
+TEST_F(HardeningAccepts, S13_DuplicateWithoutIsAUsageError) {
+  for (const std::string verb : {"layout", "place"}) {
+    std::vector<std::string> args = {verb, "--cluster", "2x8xh100-sxm-80g", "--without", "node:n1", "--without",
+                                     "node:n1"};
+    if (verb == "layout") args.insert(args.end(), {"--model", "llama-3.1-8b", "--quiet"});
+    if (verb == "place") args.insert(args.end(), {"--sizes", "1"});
+    const CliRun r = Fleetplan(args);
+    EXPECT_EQ(r.code, 2) << verb << ": " << r.err;
+    EXPECT_EQ(r.err, "--without: 'node:n1' is given twice (each removal once: what is lost is lost)\n") << verb;
+  }
+}
+
+TEST_F(HardeningAccepts, S13_PlaceCompareFailsWhenAComparedPolicyLeavesAGroupUnplaced) {
+  const std::string requests = Write("requests.yaml",
+                                     "allocations:\n  - {name: svc, gpus: [n0/0, n0/1]}\nrequests:\n"
+                                     "  - {name: one-a, gpus: 1}\n  - {name: one-b, gpus: 1}\n  - {name: four, gpus: 4}\n");
+  const CliRun r = Fleetplan({"place", "--cluster", "2x4xh100-sxm-80g", "--requests", requests, "--compare"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, HasSubstr("Policy tight: 3 placed, 0 unplaced"));
+  EXPECT_EQ(r.err, "fleetplan place: policy most-free left 1 of 3 group(s) unplaced\n");
+  // Without --compare the chosen policy alone decides.
+  EXPECT_EQ(Fleetplan({"place", "--cluster", "2x4xh100-sxm-80g", "--requests", requests}).code, 0);
+}
+
 }  // namespace
 }  // namespace fleetplan::cli

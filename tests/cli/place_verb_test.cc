@@ -36,7 +36,8 @@ const char* const kRequests =
 TEST(PlaceVerb, ComparesPoliciesAndReportsFragmentation) {
   const std::string file = WriteFile("requests.yaml", kRequests);
   const CliResult r = Fleetplan({"place", "--cluster", "2x4xh100-sxm-80g", "--requests", file, "--compare", "--json"});
-  ASSERT_EQ(r.code, 0) << r.err;
+  // most-free leaves `four` unplaced: a compared policy's answer is part of the outcome.
+  ASSERT_EQ(r.code, 1) << r.err;
   const Json j = Json::parse(r.out);
   ASSERT_EQ(j["plans"].size(), 2u);
   EXPECT_EQ(j["plans"][0]["policy"], "tight");

@@ -67,7 +67,8 @@ Expected<Cluster> ParseClusterShortForm(std::string_view text, const Catalog& ca
 Expected<Cluster> LoadCluster(const std::string& file_or_short_form, const Catalog& catalog, std::string_view flag);
 
 // Applies removals ("gpu:n0/3", "nvlink:n0", ... see ParseRemoval) in order and lists each
-// in the cluster's derived lines. Errors are located at `flag` (e.g. "--without").
+// in the cluster's derived lines. Errors are located at `flag` (e.g. "--without"); the
+// same removal given twice is a usage error (StatusCode::kUsage) naming it.
 Expected<Cluster> ApplyRemovals(Cluster cluster, const std::vector<std::string>& removals, std::string_view flag);
 
 }  // namespace fleetplan
