@@ -103,6 +103,17 @@ class SimulateProgress {
 
 Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   if (f.print_scenario) {
+    if (!f.scenario.empty()) {
+      return UsageError(fmt::format(
+          "fleetplan simulate: --print-scenario prints the built-in Atlas scenario and takes no SCENARIO "
+          "(got '{}'); the notes of `fleetplan simulate {}` (report.json `notes`) list every default filled in",
+          f.scenario, f.scenario));
+    }
+    if (f.json) {
+      return UsageError(
+          "fleetplan simulate: --print-scenario prints the scenario as YAML, the format scenarios are "
+          "written in; drop --json");
+    }
     out << AtlasScenarioYaml();
     return Status::Ok();
   }
@@ -173,7 +184,7 @@ void RegisterSimulateVerb(CLI::App& app, VerbAction& action) {
                                    "duration/requests)");
   requests->excludes(duration);
   sub->add_flag("--json", flags->json, "Print report.json to stdout instead of the table");
-  sub->add_flag("--print-scenario", flags->print_scenario, "Print the built-in Atlas scenario YAML and exit");
+  sub->add_flag("--print-scenario", flags->print_scenario, "Print the built-in Atlas scenario YAML and exit (no SCENARIO, no --json)");
   sub->add_flag("--no-requests", flags->no_requests, "Do not write requests.jsonl");
   sub->add_flag("--no-timeline", flags->no_timeline, "Do not write timeline.json");
   sub->add_flag("--no-html", flags->no_html, "Do not write report.html");

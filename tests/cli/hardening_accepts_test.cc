@@ -109,6 +109,22 @@ TEST_F(HardeningAccepts, S10_FitAndExpertsRefuseAFormatTheGpuLacksAsLayoutDoes) 
             0);
 }
 
+TEST_F(HardeningAccepts, S11_PrintScenarioRefusesAFileAndJson) {
+  const std::string scenario = Write("s.yaml", "version: 1\n");
+  const CliRun file = Fleetplan({"simulate", scenario, "--print-scenario"});
+  EXPECT_EQ(file.code, 2);
+  EXPECT_EQ(file.out, "");
+  EXPECT_THAT(file.err, HasSubstr("--print-scenario prints the built-in Atlas scenario and takes no SCENARIO (got '" +
+                                  scenario + "')"));
+  const CliRun json = Fleetplan({"simulate", "--print-scenario", "--json"});
+  EXPECT_EQ(json.code, 2);
+  EXPECT_EQ(json.out, "");
+  EXPECT_THAT(json.err, HasSubstr("--print-scenario prints the scenario as YAML"));
+  const CliRun plain = Fleetplan({"simulate", "--print-scenario"});
+  EXPECT_EQ(plain.code, 0);
+  EXPECT_THAT(plain.out, HasSubstr("version: 1"));
+}
+
 TEST_F(HardeningAccepts, S13_DuplicateWithoutIsAUsageError) {
   for (const std::string verb : {"layout", "place"}) {
     std::vector<std::string> args = {verb, "--cluster", "2x8xh100-sxm-80g", "--without", "node:n1", "--without",
