@@ -25,6 +25,7 @@ struct ReportFlags {
   std::string window_by = "arrival";
   std::string format;
   std::string default_class = "default";
+  CLI::Option* class_option = nullptr;
   bool json = false;
 };
 
@@ -34,8 +35,9 @@ Status RunReport(const ReportFlags& f, std::ostream& out) {
   if (!f.slo.empty()) request.slo_path = f.slo;
   if (!f.format.empty()) request.format = f.format;
   request.default_class = f.default_class;
+  request.class_given = f.class_option != nullptr && f.class_option->count() > 0;
   if (!f.window.empty()) {
-    Expected<Duration> window = ParseDuration(f.window);
+    Expected<Duration> window = ParsePositiveDuration(f.window);
     if (!window.ok()) return LocatedError(SourceLocation{}, "--window", window.status().message());
     request.window = *window;
   }
@@ -88,8 +90,9 @@ void RegisterReportVerb(CLI::App& app, VerbAction& action) {
                   "finished in it)")
       ->check(CLI::IsMember({"arrival", "finish"}));
   cmd->add_option("--format", f.format, "Records format: " + FormatList() + " (default: detected)");
-  cmd->add_option("--class", f.default_class,
-                  "Class of the records in formats without classes (default: default)");
+  f.class_option = cmd->add_option("--class", f.default_class,
+                                   "Class of the records in formats without classes: llmservingsim, vllm-bench "
+                                   "(default: default; records that name their classes refuse it)");
   cmd->add_flag("--json", f.json, "Print the canonical JSON report instead of text");
   cmd->callback([flags, &action] {
     action = [flags](std::ostream& out, std::ostream& /*err*/) { return RunReport(*flags, out); };

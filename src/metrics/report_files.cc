@@ -62,6 +62,16 @@ Expected<Report> BuildReportFromFiles(const ReportFilesRequest& request) {
   FP_ASSIGN_OR_RETURN(ReportBuilder builder,
                       ReportBuilder::Create(classes, slo ? slo->slo : SloSpec(), /*open_classes=*/!slo, hint));
   FP_ASSIGN_OR_RETURN(RecordsFileInfo info, reader->Read(request.records_path, builder));
+  if (request.class_given && format == "fleetplan") {
+    std::vector<std::string> present;
+    for (size_t i = 0; i < builder.classes().size(); ++i) {
+      if (builder.RequestsOf(static_cast<ClassId>(i)) > 0) present.push_back(builder.classes()[i]);
+    }
+    std::string message = fmt::format("fleetplan records name each record's class (classes in '{}': {})",
+                                      request.records_path, fmt::join(present, ", "));
+    message += "; --class sets the class of records in formats without one (llmservingsim, vllm-bench): drop it";
+    return UsageError(FormatLocatedError(SourceLocation{}, "--class", message));
+  }
   if (slo) FP_RETURN_IF_ERROR(CheckSloClassesExist(*slo, builder, request.records_path));
   ReportOptions options;
   options.window = request.window;

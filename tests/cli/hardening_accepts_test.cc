@@ -70,6 +70,21 @@ TEST_F(HardeningAccepts, S3_CatalogModelNameBesideAnInlineSpecIsALocatedError) {
   EXPECT_THAT(ok.out, HasSubstr("toy"));
 }
 
+TEST_F(HardeningAccepts, S8_ReportRefusesClassForRecordsThatNameTheirClasses) {
+  const std::string scenario =
+      Write("s.yaml", "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n" +
+                          std::string(kStepModel) + kWorkload + "output: {requests: true}\n");
+  const CliRun sim = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out")});
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const std::string records = Path("out/requests.jsonl");
+  const CliRun r = Fleetplan({"report", "--records", records, "--class", "foo"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.err, "--class: fleetplan records name each record's class (classes in '" + records +
+                       "': default); --class sets the class of records in formats without one (llmservingsim, "
+                       "vllm-bench): drop it\n");
+  EXPECT_EQ(Fleetplan({"report", "--records", records}).code, 0);
+}
+
 TEST_F(HardeningAccepts, S9_LayoutRowsBelowOneIsAUsageError) {
   for (const std::string rows : {"0", "-1"}) {
     const CliRun r =

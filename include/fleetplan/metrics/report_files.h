@@ -22,6 +22,9 @@ struct ReportFilesRequest {
   std::optional<std::string> slo_path;  // none: no objectives; classes come from the records
   std::optional<std::string> format;    // none: detect (metrics/records_io.h)
   std::string default_class = "default";  // for formats without classes
+  // --class was given: records that name their own class (fleetplan) refuse it, naming
+  // the classes they hold, rather than ignore it.
+  bool class_given = false;
   std::optional<Duration> window;       // length from the first arrival
   WindowBy window_by = WindowBy::kArrival;  // which requests the window's rates count
 };
