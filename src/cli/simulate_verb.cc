@@ -1,15 +1,19 @@
 // `fleetplan simulate [SCENARIO]`: run a scenario (the built-in Atlas one by default)
 // through the fleet simulator and write its report. Parses, calls fleet/run.h, prints.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/progress.h"
 #include "fleetplan/core/units_parse.h"
@@ -36,12 +40,14 @@ struct SimulateFlags {
 };
 
 Expected<int64_t> ParseCount(std::string_view flag, const std::string& text, int64_t min) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size() && v >= min) return static_cast<int64_t>(v);
-  } catch (const std::exception&) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ptr == end && !text.empty() && ec == std::errc::result_out_of_range) {
+    return InvalidInput(fmt::format("{}: expected an integer from {} to {}, got '{}'", flag, min,
+                                    std::numeric_limits<int64_t>::max(), text));
   }
+  if (ptr == end && !text.empty() && ec == std::errc() && v >= min) return v;
   return InvalidInput(fmt::format("{}: expected an integer >= {}, got '{}'", flag, min, text));
 }
 

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <span>
@@ -107,6 +108,35 @@ const Unit* FindUnit(const Kind& kind, std::string_view name) {
   return nullptr;
 }
 
+// digits * multiple, or nullopt past int64.
+std::optional<int64_t> ScaleExactInt(std::string_view digits, uint64_t multiple) {
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  int64_t out = 0;
+  if (ec != std::errc() || ptr != digits.data() + digits.size() ||
+      __builtin_mul_overflow(v, static_cast<int64_t>(multiple), &out)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Units past the largest one fleetplan reads, with how many of that largest unit they are.
+struct LargerUnit {
+  std::string_view name;
+  std::string_view largest;
+  uint64_t multiple;
+};
+constexpr std::array<LargerUnit, 6> kLargerDurationUnits = {
+    {{"d", "h", 24}, {"day", "h", 24}, {"days", "h", 24}, {"w", "h", 168}, {"week", "h", 168}, {"weeks", "h", 168}}};
+constexpr std::array<LargerUnit, 4> kLargerByteUnits = {
+    {{"PB", "TB", 1000}, {"PiB", "TiB", 1024}, {"EB", "TB", 1'000'000}, {"EiB", "TiB", 1024 * 1024}}};
+
+std::span<const LargerUnit> LargerUnits(const Kind& kind) {
+  if (kind.units.data() == kDurationUnits.data()) return kLargerDurationUnits;
+  if (kind.units.data() == kByteUnits.data()) return kLargerByteUnits;
+  return {};
+}
+
 Status Malformed(const Kind& kind, std::string_view text, const std::optional<Pieces>& pieces) {
   std::string message = fmt::format("expected {}, got {}", kind.expected, QuoteValue(text));
   // Guess a unit only for a misspelt word ("msec"), not for stray characters (",5s").
@@ -115,14 +145,34 @@ Status Malformed(const Kind& kind, std::string_view text, const std::optional<Pi
       !std::all_of(pieces->unit.begin(), pieces->unit.end(), is_letter)) {
     return InvalidInput(message);
   }
+  // The unit is the tail of the trimmed text (Split takes everything after the number).
+  const std::string_view trimmed = Trim(text);
+  const std::string_view number = trimmed.substr(0, trimmed.size() - pieces->unit.size());
+  // "6OOms": the letter O typed for the digit 0.
+  const std::size_t letters_o = pieces->unit.find_first_not_of("Oo");
+  if (letters_o > 0 && letters_o != std::string_view::npos && pieces->frac_digits.empty() &&
+      number == pieces->int_digits && FindUnit(kind, pieces->unit.substr(letters_o)) != nullptr) {
+    message += fmt::format("; the letter 'O' is not a digit: did you mean '{}{}{}'?", number,
+                           std::string(letters_o, '0'), pieces->unit.substr(letters_o));
+    return InvalidInput(message);
+  }
+  for (const LargerUnit& u : LargerUnits(kind)) {
+    if (u.name != pieces->unit) continue;
+    message += fmt::format("; the largest unit is {}", u.largest);
+    const std::optional<int64_t> v =
+        pieces->frac_digits.empty() ? ScaleExactInt(pieces->int_digits, u.multiple)
+                                    : std::nullopt;
+    if (v.has_value() && *v >= 0) message += fmt::format(": write '{}{}'", *v, u.largest);
+    return InvalidInput(message);
+  }
   std::vector<std::string> names;
   for (const Unit& u : kind.units) names.emplace_back(u.name);
   const std::string unit = DidYouMean(pieces->unit, names);
-  if (unit.empty()) return InvalidInput(message);
-  // The unit is the tail of the trimmed text (Split takes everything after the number).
-  const std::string_view trimmed = Trim(text);
-  message += fmt::format("; did you mean '{}{}'?",
-                         trimmed.substr(0, trimmed.size() - pieces->unit.size()), unit);
+  // A suggestion that changes the unit's first letter names another unit ("PiB" is not a
+  // misspelt "KiB"), so it is left out.
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (unit.empty() || lower(unit.front()) != lower(pieces->unit.front())) return InvalidInput(message);
+  message += fmt::format("; did you mean '{}{}'?", number, unit);
   return InvalidInput(message);
 }
 
@@ -159,6 +209,116 @@ std::optional<int64_t> ScaleExact(std::string_view int_digits, std::string_view 
   return static_cast<int64_t>(value);
 }
 
+// Most arrivals per second a rate may state: one per nanosecond, the resolution of
+// simulated time. A tiny rate is fine (its gaps saturate at the end of simulated time).
+constexpr double kMaxRatePerSecond = 1e9;
+constexpr std::string_view kRateRange = "at most 1000000000/s";
+
+// Text written with an exponent ("1e30s") or as infinity ("inf/s"), which the grammar
+// does not accept: split so the message can say what the value is instead of asking for a
+// unit it has.
+struct Unwritable {
+  bool infinite = false;
+  std::string_view int_digits, frac_digits;
+  int exponent = 0;
+  std::string_view unit_text;  // what follows the number, as written ("s", "/s")
+  const Unit* unit = nullptr;
+};
+
+std::optional<Unwritable> SplitUnwritable(const Kind& kind, std::string_view s) {
+  Unwritable u;
+  std::size_t i = 0;
+  const auto lower_prefix = [&](std::string_view word) {
+    if (s.size() < word.size()) return false;
+    for (std::size_t k = 0; k < word.size(); ++k) {
+      const char c = s[k] >= 'A' && s[k] <= 'Z' ? static_cast<char>(s[k] - 'A' + 'a') : s[k];
+      if (c != word[k]) return false;
+    }
+    return true;
+  };
+  if (lower_prefix("infinity")) {
+    u.infinite = true;
+    i = 8;
+  } else if (lower_prefix("inf")) {
+    u.infinite = true;
+    i = 3;
+  } else {
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    u.int_digits = s.substr(0, i);
+    if (u.int_digits.empty()) return std::nullopt;
+    if (i < s.size() && s[i] == '.') {
+      const std::size_t start = ++i;
+      while (i < s.size() && IsDigit(s[i])) ++i;
+      u.frac_digits = s.substr(start, i - start);
+    }
+    if (i >= s.size() || (s[i] != 'e' && s[i] != 'E')) return std::nullopt;
+    ++i;
+    bool negative = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+    const std::size_t start = i;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    if (i == start) return std::nullopt;
+    int e = 0;
+    std::from_chars(s.data() + start, s.data() + std::min(i, start + 6), e);
+    u.exponent = negative ? -e : e;
+  }
+  u.unit_text = s.substr(i);
+  std::string_view rest = Trim(u.unit_text);
+  if (kind.slash) {
+    if (rest.empty() || rest.front() != '/') return std::nullopt;
+    rest = Trim(rest.substr(1));
+  }
+  u.unit = FindUnit(kind, rest);
+  if (u.unit == nullptr) return std::nullopt;
+  return u;
+}
+
+// The number of an exponent form in plain digits ("1.5e3" -> "1500"), or empty when that
+// would be long.
+std::string PlainDecimal(const Unwritable& u) {
+  if (u.exponent > 30 || u.exponent < -30) return "";
+  const std::string digits = std::string(u.int_digits) + std::string(u.frac_digits);
+  const long point = static_cast<long>(u.int_digits.size()) + u.exponent;
+  std::string whole;
+  std::string frac;
+  if (point <= 0) {
+    frac = std::string(static_cast<std::size_t>(-point), '0') + digits;
+  } else if (static_cast<std::size_t>(point) >= digits.size()) {
+    whole = digits + std::string(static_cast<std::size_t>(point) - digits.size(), '0');
+  } else {
+    whole = digits.substr(0, static_cast<std::size_t>(point));
+    frac = digits.substr(static_cast<std::size_t>(point));
+  }
+  whole.erase(0, std::min(whole.find_first_not_of('0'), whole.empty() ? 0 : whole.size() - 1));
+  if (whole.empty()) whole = "0";
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  return frac.empty() ? whole : whole + "." + frac;
+}
+
+// The error for an exponent or infinity form: out of range (naming the range) when it
+// is, else a request to write it without the exponent.
+Status UnwritableError(const Kind& kind, std::string_view text, const Unwritable& u) {
+  long double value = std::numeric_limits<long double>::infinity();
+  if (!u.infinite) {
+    const std::string mantissa = std::string(u.int_digits) + "." + std::string(u.frac_digits) + "0";
+    value = std::strtold(mantissa.c_str(), nullptr) * std::pow(10.0L, std::clamp(u.exponent, -6000, 6000));
+  }
+  const bool rate = kind.slash;
+  const long double scaled = rate ? value / static_cast<long double>(u.unit->factor)
+                                  : value * static_cast<long double>(u.unit->factor);
+  const bool out_of_range =
+      rate ? scaled > kMaxRatePerSecond
+           : scaled > static_cast<long double>(std::numeric_limits<int64_t>::max());
+  if (out_of_range) {
+    return InvalidInput(fmt::format("expected a {} of {}, got {} (out of range)", kind.noun,
+                                    rate ? kRateRange : kind.max_text, QuoteValue(text)));
+  }
+  std::string message = fmt::format("expected {} written without an exponent, got {}", kind.expected, QuoteValue(text));
+  const std::string plain = PlainDecimal(u);
+  if (!plain.empty()) message += fmt::format("; write '{}{}'", plain, u.unit_text);
+  return InvalidInput(message);
+}
+
 // Parses an exact quantity (durations, sizes) into resolution units.
 Expected<int64_t> ParseExact(const Kind& kind, std::string_view text) {
   const std::string_view s = Trim(text);
@@ -169,7 +329,10 @@ Expected<int64_t> ParseExact(const Kind& kind, std::string_view text) {
   }
   const std::optional<Pieces> pieces = Split(s, kind.slash);
   const Unit* unit = pieces.has_value() ? FindUnit(kind, pieces->unit) : nullptr;
-  if (unit == nullptr) return Malformed(kind, text, pieces);
+  if (unit == nullptr) {
+    if (const std::optional<Unwritable> u = SplitUnwritable(kind, s)) return UnwritableError(kind, text, *u);
+    return Malformed(kind, text, pieces);
+  }
   const std::optional<int64_t> v = ScaleExact(pieces->int_digits, pieces->frac_digits, unit->factor);
   if (!v.has_value()) {
     return InvalidInput(
@@ -236,17 +399,21 @@ Expected<Rate> ParseRate(std::string_view text) {
   }
   const std::optional<Pieces> pieces = Split(s, true);
   const Unit* unit = pieces.has_value() ? FindUnit(kRate, pieces->unit) : nullptr;
-  if (unit == nullptr) return Malformed(kRate, text, pieces);
+  if (unit == nullptr) {
+    if (const std::optional<Unwritable> u = SplitUnwritable(kRate, s)) return UnwritableError(kRate, text, *u);
+    return Malformed(kRate, text, pieces);
+  }
   // The number is validated digits[.digits], so from_chars sees exactly that text.
   const std::string_view number =
       s.substr(0, pieces->int_digits.size() +
                       (pieces->frac_digits.empty() ? 0 : pieces->frac_digits.size() + 1));
   double value = 0.0;
   const auto result = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (result.ec != std::errc() || !std::isfinite(value)) {
-    return InvalidInput(fmt::format("expected a finite rate, got {}", QuoteValue(text)));
+  const double per_second = value / static_cast<double>(unit->factor);
+  if (result.ec != std::errc() || !std::isfinite(value) || per_second > kMaxRatePerSecond) {
+    return InvalidInput(fmt::format("expected a rate of {}, got {} (out of range)", kRateRange, QuoteValue(text)));
   }
-  return Rate{value / static_cast<double>(unit->factor)};
+  return Rate{per_second};
 }
 
 std::string FormatBytes(Bytes b) {

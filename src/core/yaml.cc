@@ -875,7 +875,13 @@ Expected<int64_t> YamlNode::AsIntAtLeast(int64_t min) const {
   const std::string expected = fmt::format("an integer >= {}", min);
   FP_ASSIGN_OR_RETURN(const std::string_view text, PlainScalar(expected));
   int64_t value = 0;
-  if (ParseDecimalInt(text, value) == IntParse::kNotInteger) return TypeError(expected);
+  const IntParse parsed = ParseDecimalInt(text, value);
+  if (parsed == IntParse::kNotInteger) return TypeError(expected);
+  if (parsed == IntParse::kOutOfRange) {
+    // Past int64: name the range this field takes, not the signed one of AsInt.
+    return Error(fmt::format("expected an integer from {} to {}, got {}", min, std::numeric_limits<int64_t>::max(),
+                             QuoteValue(text)));
+  }
   FP_ASSIGN_OR_RETURN(value, AsInt());
   if (value < min) return Error(fmt::format("expected {}, got {}", expected, value));
   return value;

@@ -384,8 +384,10 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
   if (s.name.empty()) return root["name"].Error("expected a non-empty name");
   NoteDefault(root["name"], s.name, s);
   NoteDefault(root["version"], "1", s);
-  FP_ASSIGN_OR_RETURN(int64_t seed, root["seed"].IntOr(0));
-  if (seed < 0) return root["seed"].Error(fmt::format("expected an integer >= 0, got {}", seed));
+  int64_t seed = 0;
+  if (root["seed"].present() && !root["seed"].IsNull()) {
+    FP_ASSIGN_OR_RETURN(seed, root["seed"].AsIntAtLeast(0));
+  }
   if (!root["seed"].present()) s.derived.push_back("seed: 0 (not given)");
   s.seed = static_cast<uint64_t>(seed);
 

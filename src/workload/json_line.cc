@@ -305,6 +305,10 @@ std::string DescribeJsonValue(const JsonNodeLite& node) {
     case JsonKind::kUInt:
       return std::string(node.text);
     case JsonKind::kDouble:
+      // Digits alone that JSON readers keep as a double: an integer past 64 bits.
+      if (node.text.find_first_of(".eE") == std::string_view::npos) {
+        return fmt::format("{} (an integer out of the 64-bit range)", node.text);
+      }
       return fmt::format("{} (a number with a fraction)", node.text);
     case JsonKind::kString:
       return fmt::format("a string (\"{}\")", node.text);

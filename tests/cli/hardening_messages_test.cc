@@ -138,6 +138,62 @@ TEST_F(HardeningMessages, B8_ADirectoryAsInputIsNamed) {
   EXPECT_EQ(stats.err, Path("run") + ": is a directory, not a trace file\n");
 }
 
+TEST_F(HardeningMessages, B3_ExponentAndInfinityAreOutOfRangeNotAMissingUnit) {
+  const std::string scenario = Scenario("s.yaml");
+  const CliRun d = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out"), "--duration", "1e30s"});
+  EXPECT_EQ(d.code, 3);
+  EXPECT_EQ(d.err, "--duration: expected a duration of at most 2562047h (64-bit nanoseconds), got '1e30s' (out of "
+                   "range)\n");
+  const CliRun g = Fleetplan({"fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80g", "--gpu-memory", "1e30GiB",
+                              "--context", "4096"});
+  EXPECT_EQ(g.code, 3);
+  EXPECT_EQ(g.err, "--gpu-memory: expected a size of at most 8388607TiB (64-bit bytes), got '1e30GiB' (out of range)\n");
+  EXPECT_EQ(ErrorOf(ParseRate("inf/s")), "expected a rate of at most 1000000000/s, got 'inf/s' (out of range)");
+  EXPECT_EQ(ErrorOf(ParseRate("1e-300/s")),
+            "expected a rate with a unit (/s, /m, /min, /h) written without an exponent, got '1e-300/s'");
+  EXPECT_EQ(ErrorOf(ParseDuration("1.5e3ms")),
+            "expected a duration with a unit (ns, us, ms, s, m, min, h) written without an exponent, got '1.5e3ms'; "
+            "write '1500ms'");
+  // Located in a scenario too.
+  const std::string rate = Write("rate.yaml", std::string(kHead) + kStepModel +
+                                                  "workload:\n  requests: 10\n  arrival: {process: poisson, rate: "
+                                                  "inf/s}\n  classes:\n    default: {share: 1, prompt: [{segment: "
+                                                  "unique, tokens: 100}], output_tokens: 10}\n");
+  EXPECT_THAT(Fleetplan({"simulate", rate, "--quiet", "--out", Path("out")}).err,
+              StartsWith(rate + ":8:37: workload.arrival.rate: expected a rate of at most 1000000000/s, got 'inf/s' "
+                                "(out of range)"));
+}
+
+TEST_F(HardeningMessages, B4_UnitSuggestionsAreSensibleOrAbsent) {
+  const std::string duration = "expected a duration with a unit (ns, us, ms, s, m, min, h), got ";
+  const std::string size = "expected a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), got ";
+  EXPECT_EQ(ErrorOf(ParseDuration("6OOms")), duration + "'6OOms'; the letter 'O' is not a digit: did you mean '600ms'?");
+  EXPECT_EQ(ErrorOf(ParseBytes("1PiB")), size + "'1PiB'; the largest unit is TiB: write '1024TiB'");
+  EXPECT_EQ(ErrorOf(ParseDuration("2d")), duration + "'2d'; the largest unit is h: write '48h'");
+  // No suggestion that changes the unit's first letter.
+  EXPECT_EQ(ErrorOf(ParseBytes("1QiB")), size + "'1QiB'");
+  // Near misses still get theirs.
+  EXPECT_EQ(ErrorOf(ParseDuration("600 msec")), duration + "'600 msec'; did you mean '600 ms'?");
+}
+
+TEST_F(HardeningMessages, B5_RangeErrorsNameTheRealRange) {
+  const std::string scenario = Scenario("s.yaml");
+  const CliRun flag = Fleetplan({"simulate", scenario, "--quiet", "--seed", "18446744073709551615"});
+  EXPECT_EQ(flag.code, 3);
+  EXPECT_EQ(flag.err, "--seed: expected an integer from 0 to 9223372036854775807, got '18446744073709551615'\n");
+  const std::string seeded = Write("seed.yaml", "seed: 18446744073709551615\n" + std::string(kHead) + kStepModel + kWorkload);
+  const CliRun key = Fleetplan({"simulate", seeded, "--quiet"});
+  EXPECT_EQ(key.code, 3);
+  EXPECT_THAT(key.err, StartsWith(seeded + ":1:7: seed: expected an integer from 0 to 9223372036854775807, got "
+                                           "'18446744073709551615'"));
+  const std::string mooncake =
+      Write("m.jsonl", R"({"timestamp":18446744073709551616,"input_length":10,"output_length":5,"hash_ids":[1]})" "\n");
+  const CliRun m = Fleetplan({"trace", "stats", mooncake, "--format", "mooncake"});
+  EXPECT_EQ(m.code, 3);
+  EXPECT_THAT(m.err, HasSubstr("18446744073709551616 (an integer out of the 64-bit range)"));
+  EXPECT_THAT(m.err, Not(HasSubstr("fraction")));
+}
+
 TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
   const std::string global_example = "fleetplan gate speculation rounds.jsonl --ordinary 8ms";
   for (const std::string verb : {"catalog", "fit", "simulate", "report", "layout", "place", "experts", "trace",

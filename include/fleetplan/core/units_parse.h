@@ -20,6 +20,15 @@
 //    did you mean '600 ms'?"
 //   "expected a non-negative duration, got '-5ms'"
 //   "expected a duration of at most 2562047h (64-bit nanoseconds), got '9999999h'"
+//   "expected a duration of at most 2562047h (64-bit nanoseconds), got '1e30s' (out of range)"
+//   "expected a duration with a unit (...) written without an exponent, got '1e3s'; write '1000s'"
+//   "expected a size with a unit (...), got '1PiB'; the largest unit is TiB: write '1024TiB'"
+//   "expected a duration with a unit (...), got '6OOms'; the letter 'O' is not a digit: did
+//    you mean '600ms'?"
+// An exponent or infinity form is named for what it is (out of range, or to be written
+// in digits), never as a missing unit. A unit is suggested only when it starts with the
+// same letter as the one written. Rates are at most 1000000000/s (one per nanosecond);
+// a tiny rate is fine.
 // The messages are not located; YamlNode and the CLI add the location.
 // Thread model: pure functions.
 #pragma once
