@@ -146,8 +146,7 @@ Status ReadReplicaCapacity(const YamlNode& node, CapacitySpec& s) {
       c.resolution = pct / 100;
     }
     if (value["duration"].present()) {
-      FP_ASSIGN_OR_RETURN(Duration d, value["duration"].AsDuration());
-      if (d <= Duration()) return value["duration"].Error("expected a duration > 0");
+      FP_ASSIGN_OR_RETURN(Duration d, value["duration"].AsPositiveDuration());
       c.duration = d;
     }
   } else if (kind == "file") {

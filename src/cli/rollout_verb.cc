@@ -212,7 +212,9 @@ Status Simulate(const SimulateFlags& f, std::ostream& out) {
   }
   if (!f.duration.empty()) {
     FP_ASSIGN_OR_RETURN(o.duration, DurationFlag("--duration", f.duration));
-    if (*o.duration <= Duration()) return UsageError("--duration: expected a duration above 0");
+    if (*o.duration <= Duration()) {
+      return UsageError(fmt::format("--duration: expected a duration > 0, got '{}'", f.duration));
+    }
   }
   o.out_dir = f.out;
   FP_ASSIGN_OR_RETURN(Scenario baseline, LoadScenario(f.baseline));

@@ -139,8 +139,8 @@ Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err)
     FP_ASSIGN_OR_RETURN(opt.requests, ParseCount("--requests", f.requests, 1));
   }
   if (!f.duration.empty()) {
-    auto d = ParseDuration(f.duration);
-    if (!d.ok()) return InvalidInput("--duration: " + d.status().message());
+    auto d = ParsePositiveDuration(f.duration);
+    if (!d.ok()) return LocatedError(SourceLocation{}, "--duration", d.status().message());
     opt.duration = *d;
   }
   if (f.no_requests) opt.write_requests = false;

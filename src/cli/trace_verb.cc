@@ -110,9 +110,8 @@ Expected<SourceLimits> LimitFlags(const TraceFlags& f) {
     FP_ASSIGN_OR_RETURN(limits.requests, IntFlag("--requests", f.requests, 1));
   }
   if (!f.duration.empty()) {
-    auto d = ParseDuration(f.duration);
+    auto d = ParsePositiveDuration(f.duration);
     if (!d.ok()) return FlagError("--duration", d.status().message());
-    if (*d <= Duration()) return FlagError("--duration", "expected a positive duration");
     limits.duration = *d;
   }
   return limits;

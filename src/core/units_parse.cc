@@ -386,6 +386,15 @@ Expected<Duration> ParseDuration(std::string_view text) {
   return Duration::Nanos(ns);
 }
 
+Expected<Duration> ParsePositiveDuration(std::string_view text) {
+  const std::string_view s = Trim(text);
+  const bool negative = !s.empty() && s.front() == '-' && ParseDuration(s.substr(1)).ok();
+  if (negative) return InvalidInput(fmt::format("expected a duration > 0, got {}", QuoteValue(text)));
+  FP_ASSIGN_OR_RETURN(const Duration d, ParseDuration(text));
+  if (d <= Duration()) return InvalidInput(fmt::format("expected a duration > 0, got {}", QuoteValue(text)));
+  return d;
+}
+
 Expected<Bytes> ParseBytes(std::string_view text) {
   FP_ASSIGN_OR_RETURN(const int64_t count, ParseExact(kSize, text));
   return Bytes(count);

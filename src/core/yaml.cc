@@ -931,6 +931,11 @@ Expected<Duration> YamlNode::AsDuration() const {
   return ReadWithUnit<Duration>(*this, v, kExpectedDuration, &ParseDuration);
 }
 
+Expected<Duration> YamlNode::AsPositiveDuration() const {
+  FP_ASSIGN_OR_RETURN(const Value* v, Require());
+  return ReadWithUnit<Duration>(*this, v, kExpectedDuration, &ParsePositiveDuration);
+}
+
 Expected<Bytes> YamlNode::AsBytes() const {
   FP_ASSIGN_OR_RETURN(const Value* v, Require());
   return ReadWithUnit<Bytes>(*this, v, kExpectedBytes, &ParseBytes);

@@ -97,8 +97,9 @@ Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::
   const YamlNode sim = root["simulation"];
   if (sim.present() && !sim.IsNull()) {
     FP_RETURN_IF_ERROR(sim.CheckKeys({"duration"}));
-    FP_ASSIGN_OR_RETURN(p.simulation_duration, sim["duration"].DurationOr(p.simulation_duration));
-    if (p.simulation_duration <= Duration()) return sim["duration"].Error("expected a duration > 0");
+    if (sim["duration"].present()) {
+      FP_ASSIGN_OR_RETURN(p.simulation_duration, sim["duration"].AsPositiveDuration());
+    }
   }
   FP_RETURN_IF_ERROR(ReadEvidenceRules(root["evidence"], dir, p));
   FP_RETURN_IF_ERROR(ReadGates(root["gates"], p));

@@ -15,6 +15,7 @@
 #include "fleetplan/core/scenario_schema.h"
 #include "fleetplan/memory/fit_request.h"
 #include "fleetplan/perf/roofline.h"
+#include "fleetplan/perf/step_cost.h"
 #include "fleet/section_readers.h"
 
 namespace fleetplan {
@@ -142,7 +143,9 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   } else {
     s.derived.push_back("engine.step_model: roofline (not given)");
   }
-  FP_ASSIGN_OR_RETURN(s.engine.host_overhead, node["host_overhead"].DurationOr(Duration()));
+  if (node["host_overhead"].present() && !node["host_overhead"].IsNull()) {
+    FP_ASSIGN_OR_RETURN(s.engine.host_overhead, ReadStepTime(node["host_overhead"]));
+  }
   if (!node["host_overhead"].present()) s.derived.push_back("engine.host_overhead: 0 (not given)");
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
   NotePerfDefaults(step_model, node["cuda_graphs"], s);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/units_parse.h"
 #include "fleetplan/metrics/records_io.h"
 
 namespace fleetplan {
@@ -44,7 +45,7 @@ Status CheckSloClassesExist(const SloFile& slo, const ReportBuilder& builder, co
 Expected<Report> BuildReportFromFiles(const ReportFilesRequest& request) {
   if (request.window && *request.window <= Duration()) {
     return LocatedError(SourceLocation{}, "--window",
-                        fmt::format("expected a positive duration, got {} ns", request.window->ns()));
+                        fmt::format("expected a duration > 0, got '{}'", FormatDuration(*request.window)));
   }
   std::optional<SloFile> slo;
   if (request.slo_path) {

@@ -18,10 +18,7 @@ uint32_t Bit(Objective o) { return 1U << static_cast<int>(o); }
 // An optional positive duration target.
 Expected<std::optional<Duration>> ReadTarget(const YamlNode& node) {
   if (!node.present()) return std::optional<Duration>();
-  FP_ASSIGN_OR_RETURN(Duration d, node.AsDuration());
-  if (d <= Duration()) {
-    return node.Error(fmt::format("expected a positive duration, got '{}'", node.Text()));
-  }
+  FP_ASSIGN_OR_RETURN(Duration d, node.AsPositiveDuration());
   return std::optional<Duration>(d);
 }
 

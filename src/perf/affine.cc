@@ -11,10 +11,10 @@ Expected<AffineParams> AffineStepModel::Parse(const YamlNode& node) {
   FP_RETURN_IF_ERROR(prefill.CheckKeys({"base", "per_token"}));
   FP_RETURN_IF_ERROR(decode.CheckKeys({"base", "per_seq"}));
   AffineParams p;
-  FP_ASSIGN_OR_RETURN(p.prefill_base, prefill["base"].AsDuration());
-  FP_ASSIGN_OR_RETURN(p.prefill_per_token, prefill["per_token"].AsDuration());
-  FP_ASSIGN_OR_RETURN(p.decode_base, decode["base"].AsDuration());
-  FP_ASSIGN_OR_RETURN(p.decode_per_seq, decode["per_seq"].AsDuration());
+  FP_ASSIGN_OR_RETURN(p.prefill_base, ReadStepTime(prefill["base"]));
+  FP_ASSIGN_OR_RETURN(p.prefill_per_token, ReadStepTime(prefill["per_token"]));
+  FP_ASSIGN_OR_RETURN(p.decode_base, ReadStepTime(decode["base"]));
+  FP_ASSIGN_OR_RETURN(p.decode_per_seq, ReadStepTime(decode["per_seq"]));
   return p;
 }
 

@@ -2,9 +2,22 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "fleetplan/core/status.h"
+#include "fleetplan/core/units_parse.h"
+#include "fleetplan/core/yaml.h"
 
 namespace fleetplan {
+
+Expected<Duration> ReadStepTime(const YamlNode& node) {
+  FP_ASSIGN_OR_RETURN(const Duration d, node.AsDuration());
+  if (d > kMaxStepTime) {
+    return node.Error(fmt::format("expected a duration of at most {} (a step-model time; docs/limits.md), got '{}'",
+                                  FormatDuration(kMaxStepTime), node.Text()));
+  }
+  return d;
+}
 
 namespace {
 

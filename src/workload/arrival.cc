@@ -219,9 +219,8 @@ const std::vector<OpenLoopEntry>& OpenLoopTable() {
        [](const YamlNode& n) -> Expected<std::unique_ptr<ArrivalProcess>> {
          FP_RETURN_IF_ERROR(n.CheckKeys({"process", "rate", "on", "off"}));
          FP_ASSIGN_OR_RETURN(Rate rate, ReadRate(n));
-         FP_ASSIGN_OR_RETURN(Duration on, n["on"].AsDuration());
+         FP_ASSIGN_OR_RETURN(Duration on, n["on"].AsPositiveDuration());
          FP_ASSIGN_OR_RETURN(Duration off, n["off"].AsDuration());
-         if (on <= Duration()) return n["on"].Error("expected a positive duration, got 0");
          return LocatedAt(n, MakeOnOffArrivals(rate, on, off));
        }},
   };

@@ -243,8 +243,7 @@ Expected<ParsedSlot> ParseSlotMap(const YamlNode& node, SlotUnit unit) {
     if (unit == SlotUnit::kTokens) {
       FP_ASSIGN_OR_RETURN(out.cap, ReadTokenCount(max));
     } else {
-      FP_ASSIGN_OR_RETURN(Duration cap, max.AsDuration());
-      if (cap <= Duration()) return max.Error("expected a positive duration");
+      FP_ASSIGN_OR_RETURN(Duration cap, max.AsPositiveDuration());
       out.cap = cap.ns();
     }
   }

@@ -241,8 +241,7 @@ Expected<WorkloadSpec> ParseWorkloadSpec(const YamlNode& workload_node) {
   WorkloadSpec out;
   out.description = YamlToJson(workload_node);
   if (const YamlNode d = workload_node["duration"]; d.present()) {
-    FP_ASSIGN_OR_RETURN(Duration duration, d.AsDuration());
-    if (duration <= Duration()) return d.Error("expected a positive duration, got 0");
+    FP_ASSIGN_OR_RETURN(Duration duration, d.AsPositiveDuration());
     out.duration = duration;
   }
   if (const YamlNode r = workload_node["requests"]; r.present()) {

@@ -70,6 +70,29 @@ TEST_F(HardeningAccepts, S3_CatalogModelNameBesideAnInlineSpecIsALocatedError) {
   EXPECT_THAT(ok.out, HasSubstr("toy"));
 }
 
+TEST_F(HardeningAccepts, S6_StepModelTimesAreBoundedAtTenSeconds) {
+  const std::string host = Write("host.yaml", "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n"
+                                              "engine:\n  host_overhead: 1h\n" +
+                                                  std::string(kStepModel).substr(8) + kWorkload);
+  const CliRun r = Fleetplan({"simulate", host, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_THAT(r.err, StartsWith(host + ":5:18: engine.host_overhead: expected a duration of at most 10 s (a "
+                                       "step-model time; docs/limits.md), got '1h'"));
+  const std::string base = Write("base.yaml", "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n"
+                                              "engine:\n  step_model: {kind: affine, prefill: {base: 8ms, per_token: "
+                                              "0.02ms}, decode: {base: 2h, per_seq: 0.1ms}}\n" +
+                                                  std::string(kWorkload));
+  const CliRun b = Fleetplan({"simulate", base, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(b.code, 3) << b.out << b.err;
+  EXPECT_THAT(b.err, HasSubstr("engine.step_model.decode.base: expected a duration of at most 10 s"));
+  // 10 s itself is accepted.
+  const std::string edge = Write("edge.yaml", "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n"
+                                              "engine:\n  host_overhead: 10s\n" +
+                                                  std::string(kStepModel).substr(8) + kWorkload);
+  const CliRun e = Fleetplan({"trace", "gen", edge, "-o", Path("t.jsonl"), "--quiet", "--seed", "1"});
+  EXPECT_EQ(e.code, 0) << e.err;
+}
+
 TEST_F(HardeningAccepts, S8_ReportRefusesClassForRecordsThatNameTheirClasses) {
   const std::string scenario =
       Write("s.yaml", "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n" +

@@ -194,6 +194,30 @@ TEST_F(HardeningMessages, B5_RangeErrorsNameTheRealRange) {
   EXPECT_THAT(m.err, Not(HasSubstr("fraction")));
 }
 
+TEST_F(HardeningMessages, B6_DurationsMustBePositiveWithOneMessage) {
+  const std::string scenario = Scenario("s.yaml");
+  for (const std::string d : {"0s", "0", "-1s"}) {
+    const CliRun sim = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out"), "--duration=" + d});
+    EXPECT_EQ(sim.code, 3) << d;
+    EXPECT_EQ(sim.err, "--duration: expected a duration > 0, got '" + d + "'\n");
+    const CliRun gen = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--seed", "1", "--duration=" + d});
+    EXPECT_EQ(gen.code, 3) << d;
+    EXPECT_EQ(gen.err, "--duration: expected a duration > 0, got '" + d + "'\n");
+  }
+  const std::string recorded = Write("r.yaml", std::string(kHead) + kStepModel + kWorkload + "output: {requests: true}\n");
+  const CliRun ok = Fleetplan({"simulate", recorded, "--quiet", "--out", Path("out")});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  const CliRun window = Fleetplan({"report", "--records", Path("out/requests.jsonl"), "--window", "0s"});
+  EXPECT_EQ(window.code, 3);
+  EXPECT_EQ(window.err, "--window: expected a duration > 0, got '0s'\n");
+  const std::string zero = Write("zero.yaml", std::string(kHead) + kStepModel +
+                                                  "workload:\n  duration: 0s\n  arrival: {process: poisson, rate: 20/s}\n"
+                                                  "  classes:\n    default: {share: 1, prompt: [{segment: unique, "
+                                                  "tokens: 100}], output_tokens: 10}\n");
+  EXPECT_THAT(Fleetplan({"simulate", zero, "--quiet", "--out", Path("out")}).err,
+              StartsWith(zero + ":7:13: workload.duration: expected a duration > 0, got '0s'"));
+}
+
 TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
   const std::string global_example = "fleetplan gate speculation rounds.jsonl --ordinary 8ms";
   for (const std::string verb : {"catalog", "fit", "simulate", "report", "layout", "place", "experts", "trace",

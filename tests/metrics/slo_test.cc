@@ -77,7 +77,7 @@ TEST(Slo, DurationWithoutUnitIsAnError) {
 
 TEST(Slo, ZeroTargetIsAnError) {
   EXPECT_EQ(ErrorOf("document: {tpot: 0ms}\n"),
-            "slo.yaml:1:18: document.tpot: expected a positive duration, got '0ms'\n"
+            "slo.yaml:1:18: document.tpot: expected a duration > 0, got '0ms'\n"
             "    1 | document: {tpot: 0ms}\n"
             "      |                  ^\n");
 }

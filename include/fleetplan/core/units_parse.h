@@ -52,6 +52,10 @@ inline constexpr std::string_view kExpectedRate = "a rate with a unit (/s, /m, /
 Expected<Duration> ParseDuration(std::string_view text);
 Expected<Bytes> ParseBytes(std::string_view text);
 Expected<Rate> ParseRate(std::string_view text);
+// A duration that must be above 0 (a run's length, a measurement window): zero and
+// negative values get one message wherever they are read: "expected a duration > 0, got
+// '0s'".
+Expected<Duration> ParsePositiveDuration(std::string_view text);
 
 // Human-readable forms used in text reports. The unit is the largest one the magnitude
 // reaches; exact multiples print as integers ("80 GiB", "600 ms", "5 min"), anything else

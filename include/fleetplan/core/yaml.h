@@ -133,6 +133,7 @@ class YamlNode {
   Expected<double> AsDouble() const;        // finite numbers only (".inf", ".nan" fail)
   Expected<bool> AsBool() const;            // true/false only (not yes/no/on/off)
   Expected<Duration> AsDuration() const;    // core/units_parse.h; negative is an error
+  Expected<Duration> AsPositiveDuration() const;  // ParsePositiveDuration: 0 is an error too
   Expected<Bytes> AsBytes() const;
   Expected<Rate> AsRate() const;
   Expected<std::vector<std::string>> AsStringList() const;

@@ -104,4 +104,15 @@ class StepCostModel {
 // fixed cost is amortized the way chunked prefill amortizes it.
 inline constexpr int64_t kPrefillProbeTokens = 512;
 
+// Longest time one step-model time parameter may state (engine.host_overhead, an affine
+// base, per_token or per_seq): a real step takes milliseconds, so a value past this is a
+// slipped unit ("1h" for "1ms"), which would make every request wait hours.
+// docs/limits.md.
+inline constexpr Duration kMaxStepTime = Duration::Nanos(10'000'000'000);  // 10 s
+
+class YamlNode;
+// The duration at `node` (required), at most kMaxStepTime: "expected a duration of at
+// most 10s (a step-model time; docs/limits.md), got '1h'", located at the value.
+Expected<Duration> ReadStepTime(const YamlNode& node);
+
 }  // namespace fleetplan
