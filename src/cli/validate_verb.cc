@@ -3,8 +3,12 @@
 // model and prints measured vs predicted TTFT / TPOT / E2E (fleet/fidelity.h).
 // `fleetplan validate --fit OUT RUN_DIR...`: fits a calibration file on the given runs.
 // Exit 0 done, 2 usage, 3 invalid input (a missing or inconsistent run directory, located).
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,7 +16,9 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/output_file.h"
 #include "fleetplan/core/progress.h"
 #include "fleetplan/fleet/fidelity.h"
 
@@ -80,7 +86,28 @@ void PrintText(const Json& j, std::ostream& out) {
   for (const Json& n : j["notes"]) out << "note: " << n.get<std::string>() << "\n";
 }
 
+// The --fit path is checked before the fit (tens of seconds of replays), so a path that
+// cannot take the file fails at once: a folder, or a parent that is not a writable folder.
+Status CheckFitOutput(const std::string& path) {
+  const auto fail = [&](std::string_view why) {
+    return LocatedError(SourceLocation{}, "--fit", fmt::format("cannot write '{}': {}", path, why));
+  };
+  if (path.empty()) return fail("no file name");
+  if (Expected<OutputTarget> target = ResolveOutput(path); !target.ok()) {
+    return LocatedError(SourceLocation{}, "--fit", target.status().message());
+  }
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+  while (!parent.empty() && !std::filesystem::exists(parent, ec) && parent != parent.parent_path()) {
+    parent = parent.parent_path();
+  }
+  if (!std::filesystem::is_directory(parent, ec)) return fail(fmt::format("'{}' is not a folder", parent.string()));
+  if (::access(parent.c_str(), W_OK) != 0) return fail(fmt::format("the folder '{}' is not writable", parent.string()));
+  return Status::Ok();
+}
+
 Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
+  FP_RETURN_IF_ERROR(CheckFitOutput(f.fit_out));
   std::vector<MeasuredRun> runs;
   for (const std::string& dir : f.runs) {
     FP_ASSIGN_OR_RETURN(MeasuredRun run, LoadMeasuredRun(dir));
@@ -97,9 +124,11 @@ Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
   if (progress && !fitted.ok()) progress->Abandon();
   progress.reset();
   FP_ASSIGN_OR_RETURN(const Calibration c, std::move(fitted));
+  for (const std::string& w : CalibrationGridEdges(c)) err << "warning: validate --fit: " << w << "\n";
   FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(CalibrationJson(c)));
-  std::ofstream file(f.fit_out);
-  if (!(file << text << "\n")) return InvalidInput(fmt::format("--fit: cannot write '{}'", f.fit_out));
+  if (const Status written = WriteOutputFile(f.fit_out, text + "\n"); !written.ok()) {
+    return LocatedError(SourceLocation{}, "--fit", written.message());
+  }
   out << text << "\n";
   return Status::Ok();
 }

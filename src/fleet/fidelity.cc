@@ -33,6 +33,31 @@ Status MetaError(const std::string& path, std::string_view field, std::string_vi
   return LocatedError(SourceLocation{path, 0, 0, {}}, field, message);
 }
 
+// `text` (the file at `path`) as one JSON object. A syntax error (a truncated file, a
+// stray comma) is located at the line and column where the parser stopped.
+Expected<Json> ParseJsonObject(const std::string& path, const std::string& text) {
+  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    const std::size_t at = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const std::string_view before = std::string_view(text).substr(0, at);
+    const std::size_t line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+    const std::size_t line_end = std::min(text.find('\n', line_start), text.size());
+    SourceLocation where{path, static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1,
+                         static_cast<int>(at - line_start) + 1, text.substr(line_start, line_end - line_start)};
+    // nlohmann's text: "[json.exception.parse_error.101] parse error at line 3, column 1: <what>".
+    std::string what = e.what();
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    if (at >= text.size()) what += " (is the file truncated?)";
+    return LocatedError(where, "", fmt::format("invalid JSON: {}", what));
+  }
+  if (!j.is_object()) return MetaError(path, "", fmt::format("expected a JSON object, got {}", j.type_name()));
+  return j;
+}
+
 // meta.json field `a.b` as an integer >= 1 (or nullopt when null / absent and optional).
 Expected<std::optional<int64_t>> MetaCount(const Json& meta, const std::string& path, const std::string& field,
                                            bool required) {
@@ -77,9 +102,7 @@ Status ReadMeta(const std::string& dir, MeasuredRun* run, int64_t* num_requests)
   const std::string path = (fs::path(dir) / "meta.json").string();
   if (!fs::is_regular_file(path)) return MetaError(path, "", "missing file: a run directory needs meta.json");
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
-  const Json meta = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (meta.is_discarded() || !meta.is_object()) return MetaError(path, "", "not a JSON object");
+  FP_ASSIGN_OR_RETURN(const Json meta, ParseJsonObject(path, text));
   if (!meta.contains("model") || !meta["model"].is_string()) return MetaError(path, "model", "missing required string field");
   run->hf_model = meta["model"].get<std::string>();
   // vLLM's run metadata names the device as hardware.device_name (optional).
@@ -180,9 +203,7 @@ Status ReadLink(const std::string& dir, MeasuredRun* run) {
     return Status::Ok();
   }
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return MetaError(path, "", "not a JSON object");
+  FP_ASSIGN_OR_RETURN(const Json j, ParseJsonObject(path, text));
   for (const char* key : {"link_bw", "link_latency"}) {
     if (!j.contains(key) || !j[key].is_number() || j[key].get<double>() < 0 || j[key].get<double>() > 1e9) {
       return MetaError(path, key, "expected a number >= 0 (link_bw in GB/s, link_latency in ns)");
@@ -438,9 +459,7 @@ std::string DefaultProfileDir(const MeasuredRun& run) {
 
 Expected<Calibration> LoadCalibration(const std::string& path) {
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return MetaError(path, "", "not a JSON object");
+  FP_ASSIGN_OR_RETURN(const Json j, ParseJsonObject(path, text));
   static const std::vector<std::string> kKeys = {"fitted_on", "gpu_time_scale", "host_overhead_us", "method", "schema"};
   for (const auto& item : j.items()) {
     const std::string& k = item.key();
@@ -665,6 +684,24 @@ Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const
                             kMaxHostUs, kHostStepUs, kScaleLo, kScaleLo + kScaleStep * (kScaleSteps - 1), kScaleStep,
                             best_loss);
   return best;
+}
+
+std::vector<std::string> CalibrationGridEdges(const Calibration& c) {
+  std::vector<std::string> out;
+  const double scale_hi = kScaleLo + kScaleStep * (kScaleSteps - 1);
+  if (c.host_overhead >= Us(kMaxHostUs)) {
+    out.push_back(fmt::format("host_overhead {} us is the largest value of the fit's grid: the best value may be "
+                              "larger, so check the runs (a profile of another GPU or model?) before using it",
+                              kMaxHostUs));
+  }
+  if (c.gpu_time_scale <= kScaleLo + 1e-9 || c.gpu_time_scale >= scale_hi - 1e-9) {
+    out.push_back(fmt::format("gpu_time_scale {:.2f} is the {} value of the fit's grid ({:.2f}..{:.2f}): the best "
+                              "value may lie beyond it, so check the runs (a profile of another GPU or model?) "
+                              "before using it",
+                              c.gpu_time_scale, c.gpu_time_scale <= kScaleLo + 1e-9 ? "smallest" : "largest", kScaleLo,
+                              scale_hi));
+  }
+  return out;
 }
 
 }  // namespace fleetplan

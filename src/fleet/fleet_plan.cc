@@ -6,7 +6,9 @@
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/error.h"
 #include "fleetplan/core/rng.h"
+#include "fleetplan/core/yaml.h"
 #include "fleetplan/perf/factory.h"
 
 namespace fleetplan {
@@ -33,16 +35,39 @@ Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s,
   return std::shared_ptr<const StepCostModel>(std::move(model));
 }
 
+std::string Gb(Bytes b) { return fmt::format("{:.1f} GB", static_cast<double>(b.count()) / 1e9); }
+
+// The pool that cannot hold one KV block, located in the scenario: at engine.kv.block_tokens
+// when one block alone is larger than the usable memory, else at the model.
+Status NoKvBlockError(const Scenario& s, const PoolSpec& pool, const KvPoolSize& kv) {
+  const MemoryInputs& m = pool.fit.memory;
+  const std::string which =
+      pool.role != PoolRole::kMixed ? fmt::format("the {} pool: ", PoolRoleName(pool.role)) : "";
+  const bool block_too_big = kv.kv_bytes_per_rank.count() > 0 && kv.block_bytes_per_rank > kv.kv_bytes_per_rank;
+  std::string message;
+  if (block_too_big) {
+    message = fmt::format(
+        "{}one KV block of {} tokens needs {} per rank, more than the {} usable for KV per rank ({} on {} with tp {} "
+        "pp {}); use a smaller engine.kv.block_tokens (vLLM uses 16)",
+        which, kv.block_tokens, Gb(kv.block_bytes_per_rank), Gb(kv.kv_bytes_per_rank), m.model.name, m.gpu.name,
+        m.layout.tp, m.layout.pp);
+  } else {
+    message = fmt::format("{}{} on {} with tp {} pp {} leaves no memory for KV cache (usable KV per rank: {}); run "
+                          "`fleetplan fit` on this scenario for the arithmetic",
+                          which, m.model.name, m.gpu.name, m.layout.tp, m.layout.pp, Gb(kv.kv_bytes_per_rank));
+  }
+  if (s.document == nullptr) return Status(StatusCode::kCheckFailed, message);
+  const YamlNode root = s.document->root();
+  const YamlNode block_tokens = root["engine"]["kv"]["block_tokens"];
+  const YamlNode at = block_too_big && block_tokens.present() ? block_tokens : root["model"];
+  if (!at.present()) return Status(StatusCode::kCheckFailed, message);
+  return Status(StatusCode::kCheckFailed, FormatLocatedError(at.location(), at.path(), message));
+}
+
 Expected<BoundPool> BindPool(const Scenario& s, const PoolSpec& pool) {
   const MemoryInputs& m = pool.fit.memory;
   FP_ASSIGN_OR_RETURN(KvPoolSize kv, SizeKvPool(m));
-  if (kv.kv_blocks_per_replica < 1) {
-    return Status(StatusCode::kCheckFailed,
-                  fmt::format("{}{} on {} with tp {} pp {} leaves no memory for KV cache (usable KV per rank: {} "
-                              "bytes); run `fleetplan fit` on this scenario for the arithmetic",
-                              pool.role != PoolRole::kMixed ? fmt::format("the {} pool: ", PoolRoleName(pool.role)) : "",
-                              m.model.name, m.gpu.name, m.layout.tp, m.layout.pp, kv.kv_bytes_per_rank.count()));
-  }
+  if (kv.kv_blocks_per_replica < 1) return NoKvBlockError(s, pool, kv);
   FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> cost, BuildCostModel(s, pool.fit));
   BoundPool bound{pool.role, pool.replicas, pool.fit, kv, std::move(cost), nullptr, std::nullopt, std::nullopt};
   if (s.speculation.enabled() && s.speculation.draft) {

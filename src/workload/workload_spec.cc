@@ -2,8 +2,10 @@
 #include "fleetplan/workload/workload_spec.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -165,6 +167,16 @@ Expected<TraceReplaySpec> ParseTrace(const YamlNode& node) {
   TraceReplaySpec out;
   FP_ASSIGN_OR_RETURN(std::string file, node["file"].AsString());
   out.file = ResolveAgainstYamlFile(node["file"], file);
+  // Checked here, so the error points at the line that names the file.
+  std::error_code ec;
+  if (std::filesystem::is_directory(out.file, ec)) {
+    return node["file"].Error(fmt::format("'{}' is a directory, not a trace file", out.file));
+  }
+  if (!std::filesystem::exists(out.file, ec)) {
+    return node["file"].Error(fmt::format("cannot open the trace file '{}': no such file (a relative path is read "
+                                          "from the scenario's folder)",
+                                          out.file));
+  }
   if (node["format"].present()) {
     FP_ASSIGN_OR_RETURN(std::string format, node["format"].AsString());
     auto parsed = ParseTraceFormat(format);

@@ -218,6 +218,46 @@ TEST_F(HardeningMessages, B6_DurationsMustBePositiveWithOneMessage) {
               StartsWith(zero + ":7:13: workload.duration: expected a duration > 0, got '0s'"));
 }
 
+TEST_F(HardeningMessages, B9_OneBlockTooLargeSaysWhatItNeedsAndWhere) {
+  const std::string scenario = Write("kv.yaml", std::string(kHead) +
+                                                    "engine:\n  kv: {block_tokens: 1000000000}\n" +
+                                                    std::string(kStepModel).substr(8) + kWorkload);
+  const CliRun r = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_THAT(r.err, StartsWith(scenario + ":5:22: engine.kv.block_tokens: one KV block of 1000000000 tokens needs "
+                                           "131072.0 GB per rank, more than the "));
+  EXPECT_THAT(r.err, HasSubstr("use a smaller engine.kv.block_tokens (vLLM uses 16)"));
+}
+
+TEST_F(HardeningMessages, B10_MissingTraceIsLocatedAtItsScenarioLine) {
+  const std::string scenario = Write("t.yaml", std::string(kHead) + kStepModel +
+                                                   "workload:\n  trace: {file: missing.jsonl, format: fleetplan}\n");
+  const CliRun r = Fleetplan({"simulate", scenario, "--quiet", "--out", Path("out")});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, StartsWith(scenario + ":7:17: workload.trace.file: cannot open the trace file '" +
+                                Path("missing.jsonl") + "': no such file (a relative path is read from the "
+                                                        "scenario's folder)"));
+}
+
+TEST_F(HardeningMessages, B11_TruncatedMetaJsonIsLocatedAndFitChecksItsOutputFirst) {
+  Write("run/meta.json", "{\"model\": \"meta-llama/Llama-3.1-8B\",\n \"engine_kwargs\": {\"max_num_seqs\": 8,\n");
+  Write("run/requests.jsonl", "");
+  const CliRun r = Fleetplan({"validate", Path("run")});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, StartsWith(Path("run/meta.json") + ":3:1: invalid JSON: "));
+  EXPECT_THAT(r.err, HasSubstr("(is the file truncated?)"));
+  // --fit into a path that cannot be written fails before any fitting.
+  const std::string file = Write("not-a-folder", "x");
+  const auto start = std::chrono::steady_clock::now();
+  const CliRun fit = Fleetplan({"validate", "--fit", file + "/calibration.json", Path("run")});
+  EXPECT_EQ(fit.code, 3);
+  EXPECT_EQ(fit.err, "--fit: cannot write '" + file + "/calibration.json': '" + file + "' is not a folder\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  const CliRun folder = Fleetplan({"validate", "--fit", Path("run"), Path("run")});
+  EXPECT_EQ(folder.code, 3);
+  EXPECT_THAT(folder.err, HasSubstr("Is a directory"));
+}
+
 TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
   const std::string global_example = "fleetplan gate speculation rounds.jsonl --ordinary 8ms";
   for (const std::string verb : {"catalog", "fit", "simulate", "report", "layout", "place", "experts", "trace",
@@ -233,6 +273,21 @@ TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
   EXPECT_THAT(Fleetplan({"trace", "gen", "--help"}).out, HasSubstr("fleetplan trace gen scenario.yaml"));
   EXPECT_THAT(Fleetplan({"report", "--help"}).out, HasSubstr("fleetplan report --records out/requests.jsonl"));
   EXPECT_THAT(Fleetplan({"--help"}).out, HasSubstr(global_example));
+}
+
+TEST_F(HardeningMessages, B15_AFitOnTheEdgeOfItsGridIsFlagged) {
+  Calibration c;
+  c.host_overhead = Duration::Nanos(4'000'000);
+  c.gpu_time_scale = 1.0;
+  const std::vector<std::string> edges = CalibrationGridEdges(c);
+  ASSERT_EQ(edges.size(), 1u);
+  EXPECT_THAT(edges[0], StartsWith("host_overhead 4000 us is the largest value of the fit's grid"));
+  c.host_overhead = Duration::Nanos(300'000);
+  c.gpu_time_scale = 0.70;
+  ASSERT_EQ(CalibrationGridEdges(c).size(), 1u);
+  EXPECT_THAT(CalibrationGridEdges(c)[0], StartsWith("gpu_time_scale 0.70 is the smallest value of the fit's grid"));
+  c.gpu_time_scale = 1.0;
+  EXPECT_TRUE(CalibrationGridEdges(c).empty());
 }
 
 }  // namespace

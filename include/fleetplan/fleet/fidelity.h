@@ -114,5 +114,9 @@ using FitProgressFn = std::function<void(int64_t done, int64_t total)>;
 Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs,
                                      const std::vector<std::string>& profile_dirs,
                                      const FitProgressFn& progress = {});
+// One warning per parameter of a fitted calibration that lies on the edge of the fit's
+// grid (host_overhead at its largest value, gpu_time_scale at either end): the best value
+// may lie beyond the grid, so the calibration is suspect. Empty when none does.
+std::vector<std::string> CalibrationGridEdges(const Calibration& c);
 
 }  // namespace fleetplan
