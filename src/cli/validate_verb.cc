@@ -64,10 +64,18 @@ void PrintText(const Json& j, std::ostream& out) {
                      j["run"]["ep"].get<int64_t>());
   std::string fitted_on;
   for (const Json& r : j["calibration"]["fitted_on"]) fitted_on += (fitted_on.empty() ? "" : ", ") + r.get<std::string>();
-  out << fmt::format("profile {}\ncalibration {} (host overhead {} us, gpu scale {}; fitted on: {})\n",
-                     j["profile"].get<std::string>(), j["calibration"]["source"].get<std::string>(),
-                     j["calibration"]["host_overhead_us"].get<double>(), j["calibration"]["gpu_time_scale"].get<double>(),
-                     fitted_on.empty() ? "-" : fitted_on);
+  // The built-in zero calibration's source already states its values ("none (zero host
+  // overhead, scale 1)"); a file's line gives them, and the runs it was fitted on.
+  const std::string source = j["calibration"]["source"].get<std::string>();
+  out << fmt::format("profile {}\n", j["profile"].get<std::string>());
+  if (source.rfind("none", 0) == 0) {
+    out << fmt::format("calibration {}\n", source);
+  } else {
+    out << fmt::format("calibration {} (host overhead {} us, gpu scale {}{})\n", source,
+                       j["calibration"]["host_overhead_us"].get<double>(),
+                       j["calibration"]["gpu_time_scale"].get<double>(),
+                       fitted_on.empty() ? "" : "; fitted on: " + fitted_on);
+  }
   out << fmt::format("{:<6}{:>34}{:>34}{:>34}{:>34}{:>9}\n", "metric", "mean measured/predicted ms",
                      "p50 measured/predicted ms", "p90 measured/predicted ms", "p99 measured/predicted ms", "MAPE %");
   for (const char* m : {"ttft", "tpot", "e2e"}) {

@@ -10,6 +10,7 @@
 
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/units_parse.h"
+#include "fleetplan/core/wording.h"
 
 namespace fleetplan {
 namespace {
@@ -220,8 +221,9 @@ Json OperatingPointJson(const LayoutRequest& q) {
 std::string LayoutReportText(const LayoutResult& r, const Cluster& cluster, int64_t rows) {
   const LayoutRequest& q = r.request;
   std::string out =
-      fmt::format("fleetplan layout: {} on {} ({} GPUs, {} healthy, {} nodes), runtime {}\n", q.model.name,
-                  cluster.name(), cluster.gpus(), cluster.healthy_gpus(), cluster.nodes().size(), q.runtime);
+      fmt::format("fleetplan layout: {} on {} ({}, {} healthy, {}), runtime {}\n", q.model.name, cluster.name(),
+                  Counted(cluster.gpus(), "GPU"), cluster.healthy_gpus(),
+                  Counted(static_cast<int64_t>(cluster.nodes().size()), "node"), q.runtime);
   out += fmt::format(
       "operating point: {}; prefill {} tokens; microbatches {} (pp > 1); "
       "weights {}, KV {}; all-reduce {}\n",

@@ -9,6 +9,7 @@
 
 #include "fleetplan/core/calendar.h"
 #include "fleetplan/core/limits.h"
+#include "fleetplan/core/wording.h"
 #include "fleetplan/workload/content.h"
 #include "workload/csv.h"
 #include "workload/trace_internal.h"
@@ -37,8 +38,8 @@ class CsvRowParser : public RowParser {
       const auto it = std::find(valid.begin(), valid.end(), fields_[i].text);
       if (it == valid.end()) {
         return ctx.Error(fields_[i].column, "",
-                         fmt::format("{} in the header of a {} trace",
-                                     UnknownNameMessage("column", fields_[i].text, valid), format_));
+                         fmt::format("{} in the header of {} {} trace",
+                                     UnknownNameMessage("column", fields_[i].text, valid), Article(format_), format_));
       }
       const auto c = static_cast<size_t>(it - valid.begin());
       if (position_[c] >= 0) {
@@ -52,7 +53,8 @@ class CsvRowParser : public RowParser {
         std::vector<std::string> got;
         for (const auto& f : fields_) got.emplace_back(f.text);
         return ctx.Error(1, "",
-                         fmt::format("the header of a {} trace needs a column '{}' (the header has: {})", format_,
+                         fmt::format("the header of {} {} trace needs a column '{}' (the header has: {})",
+                                     Article(format_), format_,
                                      columns_[c].name, fmt::join(got, ", ")));
       }
     }

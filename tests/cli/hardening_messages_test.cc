@@ -290,5 +290,30 @@ TEST_F(HardeningMessages, B15_AFitOnTheEdgeOfItsGridIsFlagged) {
   EXPECT_TRUE(CalibrationGridEdges(c).empty());
 }
 
+TEST_F(HardeningMessages, B16_CountsAndArticlesReadAsEnglish) {
+  const CliRun layout = Fleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "1x8xh100-sxm-80g", "--quiet"});
+  EXPECT_EQ(layout.code, 0) << layout.err;
+  EXPECT_THAT(layout.out, HasSubstr("(8 GPUs, 8 healthy, 1 node)"));
+  const std::string trace = Write("azure.csv", "TIMESTAMP,ContextTokens,GeneratedTokens,Extra\n");
+  const CliRun azure = Fleetplan({"trace", "stats", trace, "--format", "azure"});
+  EXPECT_EQ(azure.code, 3);
+  EXPECT_THAT(azure.err, HasSubstr("in the header of an azure trace"));
+}
+
+TEST_F(HardeningMessages, B16_ValidateStatesTheZeroCalibrationOnce) {
+  FP_REQUIRE_SHARED_DATA();
+  Write("run/meta.json", R"({"model": "meta-llama/Llama-3.1-8B", "num_requests": 1,
+      "engine_kwargs": {"tensor_parallel_size": 1, "max_num_seqs": 8, "max_num_batched_tokens": 512},
+      "kv_cache": {"block_size": 16, "num_gpu_blocks": 1000}})");
+  Write("run/requests.jsonl",
+        R"({"request_id": "a", "input_toks": 100, "output_toks": 10, "arrival_time": 10.0, "queued_ts": 10.0, "scheduled_ts": 10.0, "first_token_ts": 10.05, "last_token_ts": 10.3})"
+        "\n");
+  const CliRun r = Fleetplan({"validate", Path("run"), "--profile",
+                              testing::SharedPath("profiles/llmservingsim/perf/RTX4090/meta-llama/Llama-3.1-8B/bf16/tp1")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\ncalibration none (zero host overhead, scale 1)\n"));
+  EXPECT_THAT(r.out, Not(HasSubstr("fitted on")));
+}
+
 }  // namespace
 }  // namespace fleetplan::cli
