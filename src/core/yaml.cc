@@ -776,7 +776,7 @@ Status YamlNode::AbsentError() const {
   }
   if (parent_ == doc_->root && parent_->kind == Kind::kNull && parent_->origin == nullptr) {
     const bool blank = doc_->text.find_first_not_of(" \t\r\n") == std::string::npos;
-    return LocatedError(SourceLocation{doc_->display_name, 0, 0, ""}, "",
+    return LocatedError(where, "",
                         fmt::format("the file is {}: missing required field {}",
                                     blank ? "empty" : "only comments (no YAML value)", QuoteValue(missing_key_)));
   }

@@ -98,11 +98,12 @@ TEST_F(HardeningMessages, B13_TabIndentMergeKeyAndEmptyFileNameTheCause) {
   const std::string empty = Write("empty.yaml", "");
   const CliRun e = Fleetplan({"simulate", empty, "--quiet", "--out", Path("out")});
   EXPECT_EQ(e.code, 3);
-  EXPECT_EQ(e.err, empty + ": the file is empty: missing required field 'model'\n");
+  EXPECT_EQ(e.err, empty + ":1:1: the file is empty: missing required field 'model'\n");
   const std::string comments = Write("comments.yaml", "# nothing yet\n");
-  EXPECT_EQ(Fleetplan({"simulate", comments, "--quiet", "--out", Path("out")}).err,
-            comments + ": the file is only comments (no YAML value): missing required field 'model'\n");
-  EXPECT_EQ(Fleetplan({"fit", "--scenario", empty}).err, empty + ": the file is empty: missing required field 'model'\n");
+  EXPECT_THAT(Fleetplan({"simulate", comments, "--quiet", "--out", Path("out")}).err,
+              StartsWith(comments + ":1:1: the file is only comments (no YAML value): missing required field 'model'"));
+  EXPECT_EQ(Fleetplan({"fit", "--scenario", empty}).err,
+            empty + ":1:1: the file is empty: missing required field 'model'\n");
 }
 
 TEST_F(HardeningMessages, B2_AzureCsvWithCrlfLineEndingsIsRead) {

@@ -431,7 +431,7 @@ TEST(YamlLocationTest, EmptyDocumentIsANullRoot) {
   const YamlDocument doc = Load("", "e.yaml");
   EXPECT_TRUE(doc.root().IsNull());
   EXPECT_TRUE(doc.root().CheckKeys({"version"}).ok());
-  EXPECT_EQ(ErrorText(doc.root()["version"].AsInt()), "e.yaml:1:1: missing required field 'version'");
+  EXPECT_EQ(ErrorText(doc.root()["version"].AsInt()), "e.yaml:1:1: the file is empty: missing required field 'version'");
   EXPECT_EQ(Load("# only a comment\n").root().IsNull(), true);
 }
 
