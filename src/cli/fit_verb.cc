@@ -159,6 +159,7 @@ Status RunFit(const FitFlags& f, std::ostream& out) {
   FP_RETURN_IF_ERROR(OverlayOthers(f, spec, flag_notes));
   FP_ASSIGN_OR_RETURN(Catalog catalog, LoadCatalog(catalogs));
   FP_ASSIGN_OR_RETURN(ResolvedFit resolved, ResolveFitSpec(spec, catalog));
+  FP_RETURN_IF_ERROR(CheckNativeFormats(spec, resolved.request));
   // What the flags set comes first in `derived`, then the catalog's overrides, then what
   // was filled in.
   for (const std::string& entry : catalog.overridden()) {

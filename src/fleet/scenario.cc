@@ -216,6 +216,7 @@ Status ReadPools(const YamlNode& deployment, const YamlDocument& doc, Scenario& 
     FP_ASSIGN_OR_RETURN(FitSpec spec, ReadFitScenario(doc, name, ValueOrigin::Flag("--pool")));
     const Expected<ResolvedFit> fit = ResolveFitSpec(spec, *s.catalog);
     if (!fit.ok()) return fit.status();
+    FP_RETURN_IF_ERROR(CheckNativeFormats(spec, fit->request));
     pool.fit = fit->request;
     FP_ASSIGN_OR_RETURN(pool.replicas, item["replicas"].IntOr(1));
     if (pool.replicas < 1) return item["replicas"].Error(fmt::format("expected an integer >= 1, got {}", pool.replicas));
@@ -380,6 +381,7 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
     return root["model"].Error("the model states no max_context: set model.max_context");
   }
   if (!fit.ok()) return fit.status();
+  FP_RETURN_IF_ERROR(CheckNativeFormats(fit_spec, fit->request));
   s.fit = fit->request;
   for (const auto& d : fit->derived) s.derived.push_back(d);
 

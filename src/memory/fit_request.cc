@@ -324,12 +324,15 @@ Expected<ResolvedFit> ResolveFitSpec(const FitSpec& spec, const Catalog& catalog
     if (origin.path.empty()) origin.path = std::string(MemoryFieldName(e->field));
     return ErrorAt(origin, e->message);
   }
-  // The formats the GPU has natively, as layout checks them.
+  return out;
+}
+
+Status CheckNativeFormats(const FitSpec& spec, const FitRequest& request) {
   const std::tuple<MemoryField, DType, const char*> formats[] = {
-      {MemoryField::kWeightDType, req.memory.weight_dtype, "weights"},
-      {MemoryField::kKvDType, req.memory.kv_dtype, "KV cache"}};
+      {MemoryField::kWeightDType, request.memory.weight_dtype, "weights"},
+      {MemoryField::kKvDType, request.memory.kv_dtype, "KV cache"}};
   for (const auto& [field, dtype, what] : formats) {
-    std::string gap = NativeDTypeGap(req.memory.gpu, req.memory.gpu.name, dtype, what);
+    std::string gap = NativeDTypeGap(request.memory.gpu, request.memory.gpu.name, dtype, what);
     if (gap.empty()) continue;
     ValueOrigin origin = OriginFor(spec, field);
     if (origin.path.empty()) {
@@ -339,7 +342,7 @@ Expected<ResolvedFit> ResolveFitSpec(const FitSpec& spec, const Catalog& catalog
     }
     return ErrorAt(origin, gap);
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace fleetplan

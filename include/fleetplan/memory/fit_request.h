@@ -99,6 +99,12 @@ struct ResolvedFit {
 // every error is located at the origin of the value at fault.
 Expected<ResolvedFit> ResolveFitSpec(const FitSpec& spec, const Catalog& catalog);
 
+// Ok when the request's weight and KV formats are ones its GPU has natively (the check
+// layout makes, catalog/native_dtype.h); else that error, located at the format's origin
+// in `spec`. `fit` and every scenario require it; the quantization gate does not, since
+// it judges a format's fallback on a GPU without it.
+Status CheckNativeFormats(const FitSpec& spec, const FitRequest& request);
+
 // Default formats (fit, layout and scenarios agree): the checkpoint's own for weights
 // (`native_dtype`); KV in the activation format, i.e. the checkpoint's when it is 16 bits
 // or wider, else bf16 (vLLM's kv_cache_dtype "auto").
