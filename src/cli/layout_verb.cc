@@ -243,6 +243,7 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
   request.jobs = static_cast<int>(jobs);
   int64_t rows = kLayoutTextRows;
   FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
+  if (rows < 1) return UsageError(fmt::format("--rows: expected an integer >= 1, got {}", QuoteValue(f.rows.text)));
   FP_ASSIGN_OR_RETURN(WorkloadLayoutResult result, DecideLayoutOnWorkload(scenario, cluster, request));
   std::vector<std::string> derived;
   if (!f.cluster.given()) derived.push_back(fmt::format("cluster {}: the scenario's hardware (--cluster not given)", cluster_text));

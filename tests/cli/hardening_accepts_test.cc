@@ -118,6 +118,12 @@ TEST_F(HardeningAccepts, S9_LayoutRowsBelowOneIsAUsageError) {
   EXPECT_EQ(Fleetplan({"layout", "--model", "llama-3.1-8b", "--cluster", "1x8xh100-sxm-80g", "--quiet", "--rows", "1"})
                 .code,
             0);
+  // The same rule on a scenario's workload, before anything is simulated.
+  const std::string scenario = Write("s.yaml", "version: 1\nseed: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: "
+                                               "h100-sxm-80g}\n" + std::string(kStepModel) + kWorkload);
+  const CliRun r = Fleetplan({"layout", "--scenario", scenario, "--quiet", "--rows", "0"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "--rows: expected an integer >= 1, got '0'\n");
 }
 
 TEST_F(HardeningAccepts, S10_FitAndExpertsRefuseAFormatTheGpuLacksAsLayoutDoes) {
