@@ -8,6 +8,8 @@
 //   BM_FleetScenario/N          16 replicas behind a least-outstanding router with a 50 ms
 //                               telemetry delay, 160 requests/s
 //                               (bench/scenarios/fleet-16replica.yaml)
+//   BM_SpeculationScenario/N    one llama-3.1-70b replica with a draft model, 4 tokens per
+//                               round (bench/scenarios/speculation-1replica.yaml)
 //   BM_PoolScenario/N           6 prefill + 10 decode replicas, prompts ~4,000 tokens,
 //                               every request's KV moves, 5% of transfers delayed past
 //                               their timeout and retried (bench/scenarios/pools-16replica.yaml)
@@ -80,11 +82,15 @@ void BM_EngineScenario(benchmark::State& state) { RunBenchScenario(state, "engin
 void BM_EngineScenarioCached(benchmark::State& state) { RunBenchScenario(state, "engine-1replica.yaml", true); }
 void BM_FleetScenario(benchmark::State& state) { RunBenchScenario(state, "fleet-16replica.yaml", false); }
 void BM_PoolScenario(benchmark::State& state) { RunBenchScenario(state, "pools-16replica.yaml", false); }
+void BM_SpeculationScenario(benchmark::State& state) {
+  RunBenchScenario(state, "speculation-1replica.yaml", false);
+}
 
 BENCHMARK(BM_EngineScenario)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EngineScenarioCached)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FleetScenario)->Arg(1'000'000)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PoolScenario)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SpeculationScenario)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace fleetplan
