@@ -167,16 +167,6 @@ Expected<TraceReplaySpec> ParseTrace(const YamlNode& node) {
   TraceReplaySpec out;
   FP_ASSIGN_OR_RETURN(std::string file, node["file"].AsString());
   out.file = ResolveAgainstYamlFile(node["file"], file);
-  // Checked here, so the error points at the line that names the file.
-  std::error_code ec;
-  if (std::filesystem::is_directory(out.file, ec)) {
-    return node["file"].Error(fmt::format("'{}' is a directory, not a trace file", out.file));
-  }
-  if (!std::filesystem::exists(out.file, ec)) {
-    return node["file"].Error(fmt::format("cannot open the trace file '{}': no such file (a relative path is read "
-                                          "from the scenario's folder)",
-                                          out.file));
-  }
   if (node["format"].present()) {
     FP_ASSIGN_OR_RETURN(std::string format, node["format"].AsString());
     auto parsed = ParseTraceFormat(format);
@@ -189,6 +179,16 @@ Expected<TraceReplaySpec> ParseTrace(const YamlNode& node) {
   FP_ASSIGN_OR_RETURN(out.options.speed, node["speed"].DoubleOr(1.0));
   if (!(out.options.speed > 0)) {
     return node["speed"].Error(fmt::format("expected a replay speed > 0, got {}", node["speed"].Text()));
+  }
+  // Checked here (after the other fields), so the error points at the line that names the file.
+  std::error_code ec;
+  if (std::filesystem::is_directory(out.file, ec)) {
+    return node["file"].Error(fmt::format("'{}' is a directory, not a trace file", out.file));
+  }
+  if (!std::filesystem::exists(out.file, ec)) {
+    return node["file"].Error(fmt::format("cannot open the trace file '{}': no such file (a relative path is read "
+                                          "from the scenario's folder)",
+                                          out.file));
   }
   return out;
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "workload/test_util.h"
 
 #include "support/shared_data.h"
@@ -80,16 +82,18 @@ TEST(WorkloadSpecTest, SessionsAdaptersCancellationsAndClosedLoop) {
 }
 
 TEST(WorkloadSpecTest, TraceReplay) {
-  auto spec = SpecFromYaml(R"(workload:
-  arrival: {process: trace}
-  trace: {file: traces/t.jsonl, format: mooncake, class: chat, speed: 2}
-)");
+  // The file must exist when the spec is read (its error points at this line); an absolute
+  // path, since LoadString has no directory to resolve a relative one against.
+  const std::string file = ::testing::TempDir() + "/workload_spec_trace.jsonl";
+  std::ofstream(file) << "";
+  auto spec = SpecFromYaml("workload:\n  arrival: {process: trace}\n  trace: {file: " + file +
+                           ", format: mooncake, class: chat, speed: 2}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->mode, ArrivalMode::kTrace);
   EXPECT_EQ(spec->trace->options.format, TraceFormat::kMooncake);
   EXPECT_EQ(spec->trace->options.class_name, "chat");
   EXPECT_DOUBLE_EQ(spec->trace->options.speed, 2.0);
-  EXPECT_EQ(spec->trace->file, "traces/t.jsonl");  // LoadString has no directory to resolve against
+  EXPECT_EQ(spec->trace->file, file);
 }
 
 TEST(WorkloadSpecTest, SharesMustSumToOne) {
