@@ -19,6 +19,7 @@
 #include "fleetplan/fleet/traffic_split.h"
 #include "support/in_scratch.h"
 #include "support/small_scenarios.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
@@ -33,16 +34,9 @@ double Tolerance(int64_t n, double p) {
   return kZ * std::sqrt(static_cast<double>(n) * p * (1 - p));
 }
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<Json> Lines(const std::string& path) {
   std::vector<Json> out;
-  std::istringstream in(Read(path));
+  std::istringstream in(testing::FileText(path));
   for (std::string line; std::getline(in, line);) out.push_back(Json::parse(line));
   return out;
 }
@@ -106,7 +100,7 @@ TEST_F(SimulatedCanaryTest, OneAndTenPercentSplitsReportTheirShareOfEachRunsReco
       ids.insert(r["id"].get<int64_t>());
     }
     EXPECT_EQ(static_cast<int64_t>(ids.size()), c->requests);
-    EXPECT_EQ(DigestOf(Read(c->candidate.file)), c->candidate.digest);
+    EXPECT_EQ(DigestOf(testing::FileText(c->candidate.file)), c->candidate.digest);
     // The evidence the ladder reads: its header and both pins.
     auto h = ReadEvidenceFile(c->evidence_file);
     ASSERT_TRUE(h.ok()) << h.status().message();
@@ -116,7 +110,7 @@ TEST_F(SimulatedCanaryTest, OneAndTenPercentSplitsReportTheirShareOfEachRunsReco
                              "), candidate cand.yaml (" + cand.digest + ")"),
               std::string::npos)
         << h->source;
-    const std::string text = Read(c->evidence_file);
+    const std::string text = testing::FileText(c->evidence_file);
     EXPECT_NE(text.find("  simulated: true\n"), std::string::npos) << text;
     EXPECT_NE(text.find(fmt::format("  split: {}\n", FormatShare(split))), std::string::npos) << text;
     EXPECT_NE(text.find("  candidate: {file: \"candidate.jsonl\", digest: '" + c->candidate.digest + "'}"),
@@ -127,7 +121,7 @@ TEST_F(SimulatedCanaryTest, OneAndTenPercentSplitsReportTheirShareOfEachRunsReco
   auto again = SimulateCanary(base, cand, Options(0.10, "ten-again"));
   ASSERT_TRUE(again.ok());
   for (const char* f : {"candidate.jsonl", "baseline.jsonl", "canary.yaml"}) {
-    EXPECT_EQ(Read(std::string("ten/") + f), Read(std::string("ten-again/") + f)) << f;
+    EXPECT_EQ(testing::FileText(std::string("ten/") + f), testing::FileText(std::string("ten-again/") + f)) << f;
   }
 }
 
@@ -210,15 +204,15 @@ TEST_F(RollbackExerciseTest, AfterTheRollbackTheBaselineServesEveryRequestAndThe
     EXPECT_GT(r.routed, 0) << r.id;
   }
   // The simulator's own files, pinned by the evidence, the same bytes on a rerun.
-  const Json evidence = Json::parse(Read("x/rollback.json"));
+  const Json evidence = Json::parse(testing::FileText("x/rollback.json"));
   EXPECT_EQ(evidence["evidence"]["kind"], "rollback-exercise");
-  EXPECT_EQ(evidence["data"]["records"]["digest"], DigestOf(Read("x/requests.jsonl")));
-  const Json report = Json::parse(Read("x/report.json"));
+  EXPECT_EQ(evidence["data"]["records"]["digest"], DigestOf(testing::FileText("x/requests.jsonl")));
+  const Json report = Json::parse(testing::FileText("x/report.json"));
   EXPECT_EQ(report["traffic_split"]["routed"]["candidate_after"], 0);
   EXPECT_EQ(report["replicas"][2]["revision"], "candidate");
   ASSERT_TRUE(ExerciseRollback(base_, cand_, Options("y", at)).ok());
   for (const char* f : {"requests.jsonl", "report.json", "rollback.json"}) {
-    EXPECT_EQ(Read(std::string("x/") + f), Read(std::string("y/") + f)) << f;
+    EXPECT_EQ(testing::FileText(std::string("x/") + f), testing::FileText(std::string("y/") + f)) << f;
   }
 }
 

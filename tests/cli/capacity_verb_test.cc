@@ -10,6 +10,7 @@
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
 #include "support/small_scenarios.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
@@ -39,25 +40,18 @@ class CapacityVerb : public InScratch {
   }
 };
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST_F(CapacityVerb, WritesCapacityJsonWithTheContractKeys) {
   std::ofstream("cap.yaml") << kSpec;
   auto r = RunFleetplan({"capacity", "cap.yaml", "--out", "o", "--no-verify", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("(sets the size)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("wrote o/capacity.json, o/capacity.html"), std::string::npos) << r.out;
-  const std::string html = Read("o/capacity.html");
+  const std::string html = testing::FileText("o/capacity.html");
   for (const char* id : {"decision", "requirements", "losses", "placement", "simulated", "inputs"}) {
     EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   }
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  const Json j = Json::parse(Read("o/capacity.json"));
+  const Json j = Json::parse(testing::FileText("o/capacity.json"));
   EXPECT_EQ(j["kind"], "fleetplan-capacity");
   for (const char* dim : {"prompt", "decode", "concurrency"}) EXPECT_TRUE(j["requirements"][dim].contains("replicas")) << dim;
   EXPECT_TRUE(j.contains("binding"));
@@ -72,9 +66,9 @@ TEST_F(CapacityVerb, WritesCapacityJsonWithTheContractKeys) {
   EXPECT_TRUE(j["simulated_after_loss"].is_null());  // --no-verify
   auto json = RunFleetplan({"capacity", "cap.yaml", "--out", "o2", "--no-verify", "--quiet", "--json"});
   ASSERT_EQ(json.code, 0) << json.err;
-  EXPECT_EQ(json.out, Read("o/capacity.json"));
+  EXPECT_EQ(json.out, testing::FileText("o/capacity.json"));
   // The same inputs give the same page; --no-html removes an earlier one.
-  EXPECT_EQ(Read("o2/capacity.html"), html);
+  EXPECT_EQ(testing::FileText("o2/capacity.html"), html);
   ASSERT_EQ(RunFleetplan({"capacity", "cap.yaml", "--out", "o2", "--no-verify", "--quiet", "--no-html"}).code, 0);
   EXPECT_FALSE(std::filesystem::exists("o2/capacity.html"));
 }

@@ -8,6 +8,7 @@
 
 #include "cli/cli_run.h"
 #include "support/in_scratch.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
@@ -25,13 +26,6 @@ constexpr std::string_view kPrice = R"(evidence:
 data: {h100-sxm-80g: 4.10/gpu-h}
 )";
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST_F(EvidenceVerb, KeygenSignVerifyAndATamperedFileFails) {
   std::ofstream("price.yaml") << kPrice;
   auto gen = RunFleetplan({"evidence", "keygen", "--out", "signer"});
@@ -43,9 +37,9 @@ TEST_F(EvidenceVerb, KeygenSignVerifyAndATamperedFileFails) {
   auto sign = RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer"});
   ASSERT_EQ(sign.code, 0) << sign.err;
   EXPECT_NE(sign.out.find("signed price.yaml as price evidence"), std::string::npos) << sign.out;
-  const std::string sig = Read("price.yaml.sig");
+  const std::string sig = testing::FileText("price.yaml.sig");
   ASSERT_EQ(RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer"}).code, 0);
-  EXPECT_EQ(Read("price.yaml.sig"), sig);  // deterministic
+  EXPECT_EQ(testing::FileText("price.yaml.sig"), sig);  // deterministic
   auto ok = RunFleetplan({"evidence", "verify", "price.yaml", "--pub", "signer.pub"});
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.out.find("valid signature by ed25519:"), std::string::npos) << ok.out;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_run.h"
+#include "support/files.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -29,21 +30,7 @@ constexpr const char* kWorkload =
     "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
     "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
 
-class HardeningAccepts : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fleetplan-accepts-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(Path(name), std::ios::binary) << text;
-    return Path(name);
-  }
-  fs::path dir_;
+class HardeningAccepts : public testing::TempFolderTest {
 };
 
 TEST_F(HardeningAccepts, S3_CatalogModelNameBesideAnInlineSpecIsALocatedError) {

@@ -13,6 +13,7 @@
 
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
+#include "support/files.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -25,19 +26,12 @@ std::string Temp(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs the real binary with `stdin_path` as its standard input; returns (exit code, stdout).
 std::pair<int, std::string> RunWithStdin(const std::string& args, const std::string& stdin_path) {
   const std::string out = ::testing::TempDir() + "stdin-run.out";
   const std::string cmd = fmt::format("'{}' {} < '{}' > '{}' 2>/dev/null", FLEETPLAN_BINARY, args, stdin_path, out);
   const int status = std::system(cmd.c_str());
-  return {WEXITSTATUS(status), Slurp(out)};
+  return {WEXITSTATUS(status), testing::FileText(out)};
 }
 
 // A small two-pool scenario: long prompts prefill on the prefill pool and their KV moves
@@ -99,7 +93,7 @@ TEST(HardeningInputs, M3_ErrorsInAStdinScenarioNameStdin) {
   const std::string cmd = fmt::format("'{}' simulate - --quiet < '{}' 2> '{}' > /dev/null", FLEETPLAN_BINARY, scenario, err);
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 3);
-  EXPECT_EQ(Slurp(err).rfind("<stdin>:3:1: ", 0), 0u) << Slurp(err);
+  EXPECT_EQ(testing::FileText(err).rfind("<stdin>:3:1: ", 0), 0u) << testing::FileText(err);
 }
 
 TEST(HardeningInputs, M4_ScenarioCatalogKeyDefinesAKvTransferLink) {

@@ -14,6 +14,7 @@
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/fleet/fidelity.h"
 #include "support/shared_data.h"
+#include "support/files.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -39,25 +40,11 @@ constexpr const char* kWorkload =
     "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
     "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
 
-class HardeningMessages : public ::testing::Test {
+class HardeningMessages : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fleetplan-messages-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  std::string Write(const std::string& name, const std::string& text) const {
-    fs::create_directories(fs::path(Path(name)).parent_path());
-    std::ofstream(Path(name), std::ios::binary) << text;
-    return Path(name);
-  }
   std::string Scenario(const std::string& name, const std::string& extra = "") const {
     return Write(name, std::string(kHead) + kStepModel + extra + kWorkload);
   }
-  fs::path dir_;
 };
 
 TEST_F(HardeningMessages, B12_UnknownVerbIsNamedWithDidYouMeanAndTheVerbs) {

@@ -22,6 +22,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/limits.h"
 #include "fleetplan/core/output_file.h"
+#include "support/files.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -59,28 +60,14 @@ constexpr const char* kSmallWorkload =
     "      prompt: [{segment: unique, tokens: 200}]\n"
     "      output_tokens: 20\n";
 
-class Hardening : public ::testing::Test {
+class Hardening : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fleetplan-hardening-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  std::string Write(const std::string& name, const std::string& text) const {
-    fs::create_directories(fs::path(Path(name)).parent_path());
-    std::ofstream(Path(name), std::ios::binary) << text;
-    return Path(name);
-  }
   std::vector<std::string> Listing() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
   }
-  fs::path dir_;
 };
 
 // ---- Crashes --------------------------------------------------------------------------

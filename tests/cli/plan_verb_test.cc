@@ -9,18 +9,12 @@
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
 
 using testing::RunFleetplan;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class PlanVerb : public testing::InScratch {};
 
@@ -32,13 +26,13 @@ TEST_F(PlanVerb, TheBuiltInBundleHoldsAtTheCanaryAndWritesItsInputsBesideTheDeci
   EXPECT_NE(r.err.find("release hold"), std::string::npos) << r.err;
   EXPECT_TRUE(std::filesystem::exists("o/bundle/plan.yaml"));
   EXPECT_TRUE(std::filesystem::exists("o/bundle/rollout/records/baseline.jsonl"));
-  const Json plan = Json::parse(Slurp("o/plan.json"));
+  const Json plan = Json::parse(testing::FileText("o/plan.json"));
   EXPECT_EQ(plan["decision"]["release"], "hold");
-  EXPECT_EQ(Slurp("o/plan.txt"), r.out.substr(0, Slurp("o/plan.txt").size()));
+  EXPECT_EQ(testing::FileText("o/plan.txt"), r.out.substr(0, testing::FileText("o/plan.txt").size()));
   // --json prints plan.json itself; the run is the same bytes again.
   const auto j = RunFleetplan({"plan", "--as-of", "2026-12-01T00:00:00Z", "--out", "o2", "--quiet", "--no-sensitivity",
                                "--json"});
-  EXPECT_EQ(j.out, Slurp("o/plan.json"));
+  EXPECT_EQ(j.out, testing::FileText("o/plan.json"));
 }
 
 TEST_F(PlanVerb, PrintBundleWritesTheExampleFilesThatPlanTheSame) {
@@ -46,7 +40,7 @@ TEST_F(PlanVerb, PrintBundleWritesTheExampleFilesThatPlanTheSame) {
   ASSERT_EQ(p.code, 0) << p.err;
   for (const char* f : {"plan.yaml", "policy.yaml", "deployment.yaml", "inventory.yaml", "prices.yaml", "benchmark.yaml",
                         "workload.yaml", "quality.yaml", "rollout/ladder.yaml"}) {
-    EXPECT_EQ(Slurp(std::string("atlas/") + f), Slurp(std::string(FLEETPLAN_SOURCE_DIR) + "/examples/atlas/" + f)) << f;
+    EXPECT_EQ(testing::FileText(std::string("atlas/") + f), testing::FileText(std::string(FLEETPLAN_SOURCE_DIR) + "/examples/atlas/" + f)) << f;
   }
   const auto r = RunFleetplan({"plan", "atlas/plan.yaml", "--as-of", "2026-12-01T00:00:00Z", "--out", "o", "--quiet",
                                "--no-sensitivity"});

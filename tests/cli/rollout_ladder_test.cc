@@ -15,19 +15,13 @@
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
 #include "support/small_scenarios.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
 
 using testing::InScratch;
 using testing::RunFleetplan;
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class RolloutLadder : public InScratch {
  protected:
@@ -50,8 +44,8 @@ class RolloutLadder : public InScratch {
                      const std::string& observed = "2026-11-30T12:00:00Z") {
     std::ofstream(path) << "evidence: {kind: canary-metrics, observed_at: " << observed << ", source: canary controller}\n"
                         << "data:\n  candidate: {file: " << candidate << "/requests.jsonl, digest: '"
-                        << DigestOf(Read(candidate + "/requests.jsonl")) << "'}\n"
-                        << "  baseline: {file: base/requests.jsonl, digest: '" << DigestOf(Read("base/requests.jsonl"))
+                        << DigestOf(testing::FileText(candidate + "/requests.jsonl")) << "'}\n"
+                        << "  baseline: {file: base/requests.jsonl, digest: '" << DigestOf(testing::FileText("base/requests.jsonl"))
                         << "'}\n";
   }
   static constexpr std::string_view kLadder = R"(version: 1
@@ -111,7 +105,7 @@ TEST_F(RolloutLadder, UnwarmedStaleNoDataAndChangedEvidenceHold) {
 
   // The candidate's records are all errored: no data, a hold, never a pass.
   std::string lines;
-  std::istringstream in(Read("same/requests.jsonl"));
+  std::istringstream in(testing::FileText("same/requests.jsonl"));
   for (std::string line; std::getline(in, line);) {
     Json rec = Json::parse(line);
     rec["status"] = "error";

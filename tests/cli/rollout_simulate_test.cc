@@ -16,19 +16,13 @@
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"
 #include "support/small_scenarios.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
 
 using testing::InScratch;
 using testing::RunFleetplan;
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 constexpr const char* kObserved = "2026-11-30T12:00:00Z";
 constexpr const char* kAsOf = "2026-12-01T00:00:00Z";
@@ -70,7 +64,7 @@ TEST_F(RolloutSimulate, WritesPinnedRecordsAndEvidenceTheSameBytesOnEveryRun) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("wrote c10/canary.yaml (canary-metrics evidence, simulated: true)"), std::string::npos) << r.out;
-  const std::string canary = Read("c10/canary.yaml");
+  const std::string canary = testing::FileText("c10/canary.yaml");
   EXPECT_NE(canary.find("  kind: canary-metrics\n  observed_at: 2026-11-30T12:00:00Z\n"), std::string::npos) << canary;
   EXPECT_NE(canary.find("  source: \"fleetplan rollout simulate: baseline base.yaml (sha256:"), std::string::npos);
   EXPECT_NE(canary.find("data:\n  simulated: true\n  split: 10%\n  seed: 11\n"), std::string::npos) << canary;
@@ -82,11 +76,11 @@ TEST_F(RolloutSimulate, WritesPinnedRecordsAndEvidenceTheSameBytesOnEveryRun) {
   EXPECT_EQ(j["requests"], 6045);
   EXPECT_EQ(j["candidate"]["records"].get<int64_t>() + j["baseline"]["records"].get<int64_t>(), 6045);
   for (const char* f : {"candidate.jsonl", "baseline.jsonl", "canary.yaml"}) {
-    EXPECT_EQ(Read(std::string("c10/") + f), Read(std::string("again/") + f)) << f;
+    EXPECT_EQ(testing::FileText(std::string("c10/") + f), testing::FileText(std::string("again/") + f)) << f;
   }
   // --expires-at lands in the header; --seed changes the window (and the split) for both.
   ASSERT_EQ(Simulate("slow.yaml", "1%", "c1", {"--expires-at", "2026-12-30T00:00:00Z", "--seed", "3"}).code, 0);
-  const std::string c1 = Read("c1/canary.yaml");
+  const std::string c1 = testing::FileText("c1/canary.yaml");
   EXPECT_NE(c1.find("  expires_at: 2026-12-30T00:00:00Z\n"), std::string::npos) << c1;
   EXPECT_NE(c1.find("  split: 1%\n  seed: 3\n"), std::string::npos) << c1;
 }
@@ -105,7 +99,7 @@ TEST_F(RolloutSimulate, ARegressingCandidateHoldsUnlessThePolicyAcceptsSimulated
             "canary-10: c10/canary.yaml is simulated evidence, a 10% split, and the policy does not accept simulated "
             "evidence (accept_simulated: false): measure the canary, or set accept_simulated: true");
 
-  std::string text = Read("ladder.yaml");
+  std::string text = testing::FileText("ladder.yaml");
   text.replace(text.find("max_age:"), 8, "accept_simulated: true\nmax_age:");
   std::ofstream("accepting.yaml") << text;
   auto rolled = RunFleetplan({"rollout", "accepting.yaml", "--as-of", kAsOf, "--json"});
@@ -175,7 +169,7 @@ TEST_F(RolloutSimulate, TheRollbackIsExercisedOnOneFleetAndItsFiguresReachRollou
   ASSERT_EQ(Simulate("slow.yaml", "10%", "c10").code, 0);
   std::string extra = ", scenario: slow.yaml";
   Ladder("ladder.yaml", "c10/canary.yaml", extra);
-  std::string text = Read("ladder.yaml");
+  std::string text = testing::FileText("ladder.yaml");
   text.replace(text.find("max_age:"), 8, "accept_simulated: true\nmax_age:");
   std::ofstream("ladder.yaml") << text;
   auto r = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--exercise-rollback", "rb", "--json"});
@@ -194,7 +188,7 @@ TEST_F(RolloutSimulate, TheRollbackIsExercisedOnOneFleetAndItsFiguresReachRollou
   for (const Json& rep : x["replicas"]) {
     EXPECT_EQ(rep["state"], rep["revision"] == "slow-decode" ? "gone" : "ready") << rep.dump();
   }
-  const Json evidence = Json::parse(Read("rb/rollback.json"));
+  const Json evidence = Json::parse(testing::FileText("rb/rollback.json"));
   EXPECT_EQ(evidence["evidence"]["observed_at"], kAsOf);
   EXPECT_NE(evidence["evidence"]["source"].get<std::string>().find("stage canary-10 at 10%"), std::string::npos);
   EXPECT_EQ(RunFleetplan({"evidence", "check", "rb/rollback.json", "--as-of", kAsOf}).code, 0);
@@ -206,11 +200,11 @@ TEST_F(RolloutSimulate, TheRollbackIsExercisedOnOneFleetAndItsFiguresReachRollou
   EXPECT_NE(shown.out.find("slow-decode's replicas listed, drained: 2 gone, 3 gone; namespace atlas-slow retained"),
             std::string::npos)
       << shown.out;
-  EXPECT_EQ(Read("rb/requests.jsonl"), Read("rb2/requests.jsonl"));
+  EXPECT_EQ(testing::FileText("rb/requests.jsonl"), testing::FileText("rb2/requests.jsonl"));
 
   // Without the two scenarios there is nothing to exercise on; other flags need the exercise.
   Ladder("bare.yaml", "c10/canary.yaml");
-  std::string bare = Read("bare.yaml");
+  std::string bare = testing::FileText("bare.yaml");
   bare.replace(bare.find("max_age:"), 8, "accept_simulated: true\nmax_age:");
   std::ofstream("bare.yaml") << bare;
   auto none = RunFleetplan({"rollout", "bare.yaml", "--as-of", kAsOf, "--exercise-rollback", "rb3"});

@@ -11,6 +11,7 @@
 
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
@@ -51,13 +52,6 @@ class SweepVerb : public InScratch {};
 
 void Write(const std::string& path, std::string_view text) { std::ofstream(path, std::ios::binary) << text; }
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void WriteInputs() {
   Write("base.yaml", kBase);
   Write("spec.yaml", kSpec);
@@ -70,13 +64,13 @@ TEST_F(SweepVerb, WritesSweepJsonAndCsvAndPrintsTheTable) {
   EXPECT_NE(r.out.find("sweep spec: 12 points (6 configurations x 2 seeds): 12 ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("best:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pareto front"), std::string::npos) << r.out;
-  const Json sweep = Json::parse(Read("o1/sweep.json"));
+  const Json sweep = Json::parse(testing::FileText("o1/sweep.json"));
   EXPECT_EQ(sweep["kind"], "fleetplan-sweep");
   EXPECT_EQ(sweep["points"].size(), 12u);
-  const std::string csv = Read("o1/sweep.csv");
+  const std::string csv = testing::FileText("o1/sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13);  // header + 12 points
   EXPECT_EQ(csv.rfind("index,configuration,deployment.replicas,router.policy,seed,status,gpus,", 0), 0u) << csv;
-  const std::string html = Read("o1/sweep.html");
+  const std::string html = testing::FileText("o1/sweep.html");
   for (const char* id : {"summary", "configurations", "pareto", "max-rate", "inputs"}) {
     EXPECT_NE(html.find(std::string("<section id=\"") + id + "\">"), std::string::npos) << id;
   }
@@ -84,7 +78,7 @@ TEST_F(SweepVerb, WritesSweepJsonAndCsvAndPrintsTheTable) {
   // --json prints the same document the file holds.
   auto j = RunFleetplan({"sweep", "spec.yaml", "--out", "o2", "--json", "--quiet", "--jobs", "1"});
   ASSERT_EQ(j.code, 0) << j.err;
-  EXPECT_EQ(j.out, Read("o1/sweep.json"));
+  EXPECT_EQ(j.out, testing::FileText("o1/sweep.json"));
 }
 
 TEST_F(SweepVerb, ShardsMergeIntoTheSameBytesAndMergeRefusesAMissingShard) {
@@ -97,8 +91,8 @@ TEST_F(SweepVerb, ShardsMergeIntoTheSameBytesAndMergeRefusesAMissingShard) {
   }
   auto m = RunFleetplan({"sweep", "merge", "shard2", "shard0", "shard1", "--out", "merged"});
   ASSERT_EQ(m.code, 0) << m.err;
-  EXPECT_EQ(Read("merged/sweep.json"), Read("whole/sweep.json"));
-  EXPECT_EQ(Read("merged/sweep.csv"), Read("whole/sweep.csv"));
+  EXPECT_EQ(testing::FileText("merged/sweep.json"), testing::FileText("whole/sweep.json"));
+  EXPECT_EQ(testing::FileText("merged/sweep.csv"), testing::FileText("whole/sweep.csv"));
   auto missing = RunFleetplan({"sweep", "merge", "shard0", "shard2", "--out", "m2"});
   EXPECT_EQ(missing.code, 3);
   EXPECT_NE(missing.err.find("missing shard 1/3"), std::string::npos) << missing.err;
@@ -141,15 +135,15 @@ TEST_F(SweepVerb, MpiRanksWriteTheSameBytesAsOneThread) {
   const std::string bin = FLEETPLAN_BINARY;
   ASSERT_EQ(RunFleetplan({"sweep", "spec.yaml", "--out", "single", "--quiet", "--jobs", "1"}).code, 0);
   const int probe = std::system((bin + " sweep spec.yaml --mpi --out probe --quiet > probe.log 2>&1 < /dev/null").c_str());
-  if (probe != 0 && Read("probe.log").find("built without Open MPI") != std::string::npos) {
+  if (probe != 0 && testing::FileText("probe.log").find("built without Open MPI") != std::string::npos) {
     GTEST_SKIP() << "this build has no Open MPI (FLEETPLAN_MPI=OFF)";
   }
   for (int ranks : {2, 3}) {
     const std::string dir = "mpi" + std::to_string(ranks);
     const std::string cmd = "mpirun --oversubscribe --allow-run-as-root -n " + std::to_string(ranks) + " " + bin +
                             " sweep spec.yaml --mpi --out " + dir + " --quiet > " + dir + ".log 2>&1 < /dev/null";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << Read(dir + ".log");
-    EXPECT_EQ(Read(dir + "/sweep.json"), Read("single/sweep.json")) << ranks << " ranks";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::FileText(dir + ".log");
+    EXPECT_EQ(testing::FileText(dir + "/sweep.json"), testing::FileText("single/sweep.json")) << ranks << " ranks";
   }
 }
 

@@ -15,18 +15,12 @@
 #include "fleetplan/decision/bundle.h"
 #include "fleetplan/evidence/signing.h"
 #include "support/in_scratch.h"
+#include "support/files.h"
 
 namespace fleetplan {
 namespace {
 
 constexpr const char* kAsOf = "2026-12-01T00:00:00Z";
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void Spit(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -35,7 +29,7 @@ void Spit(const std::string& path, const std::string& text) {
 
 // Replaces `from` (which must occur) with `to` in `path`.
 void Edit(const std::string& path, const std::string& from, const std::string& to) {
-  std::string text = Slurp(path);
+  std::string text = testing::FileText(path);
   const size_t at = text.find(from);
   ASSERT_NE(at, std::string::npos) << path << " lacks: " << from;
   text.replace(at, from.size(), to);
@@ -44,11 +38,11 @@ void Edit(const std::string& path, const std::string& from, const std::string& t
 
 // Re-pins `evidence`'s `records` entry to the file's current digest.
 void Repin(const std::string& evidence, const std::string& records_file, const std::string& records_path) {
-  std::string text = Slurp(evidence);
+  std::string text = testing::FileText(evidence);
   const size_t at = text.find("{file: " + records_file + ", digest: 'sha256:");
   ASSERT_NE(at, std::string::npos);
   const size_t digest_at = text.find("sha256:", at) + 7;
-  text.replace(digest_at, 64, DigestOf(Slurp(records_path)).substr(7));
+  text.replace(digest_at, 64, DigestOf(testing::FileText(records_path)).substr(7));
   Spit(evidence, text);
 }
 
@@ -168,7 +162,7 @@ TEST_F(PlanTest, ShrinkingTheGpuMemoryFailsFit) {
 TEST_F(PlanTest, ARegressedCanaryMetricRollsBack) {
   // The candidate's time to first token three times what it measured on every request
   // (its own is 36% below the baseline's: FP8 weights prefill faster).
-  std::istringstream in(Slurp("b/rollout/records/shadow-candidate.jsonl"));
+  std::istringstream in(testing::FileText("b/rollout/records/shadow-candidate.jsonl"));
   std::string line, out;
   while (std::getline(in, line)) {
     Json r = Json::parse(line);
@@ -203,7 +197,7 @@ TEST_F(PlanTest, StaleEvidenceFailsFreshnessNamingTheInputAndItsExpiry) {
       {"b/rollout/canary-1.yaml", "observed_at: 2026-11-30T16:00:00Z", "observed_at: 2026-11-28T16:00:00Z"},
   };
   for (const Case& c : cases) {
-    const std::string saved = Slurp(c.file);
+    const std::string saved = testing::FileText(c.file);
     Edit(c.file, c.from, c.to);
     const Json plan = Plan();
     EXPECT_EQ(plan["decision"]["release"], "fail") << c.file;
@@ -263,7 +257,7 @@ TEST_F(PlanTest, TheSameBundleTwiceIsByteIdenticalAndEveryInputMovesTheDigest) {
   for (const char* f : {"b/plan.yaml", "b/policy.yaml", "b/deployment.yaml", "b/inventory.yaml", "b/prices.yaml",
                         "b/benchmark.yaml", "b/workload.yaml", "b/quality.yaml", "b/rollout/ladder.yaml",
                         "b/rollout/shadow.yaml"}) {
-    const std::string saved = Slurp(f);
+    const std::string saved = testing::FileText(f);
     Spit(f, saved + "# touched\n");
     digests.insert(Plan()["digest"].get<std::string>());
     Spit(f, saved);
@@ -280,7 +274,7 @@ TEST_F(PlanTest, SignaturesThePolicyRequiresAreChecked) {
   Json plan = Plan();
   EXPECT_EQ(Deciding(plan), std::set<std::string>{"signature"}) << plan["decision"].dump(2);
 
-  const std::string bytes = Slurp("b/benchmark.yaml");
+  const std::string bytes = testing::FileText("b/benchmark.yaml");
   Spit("b/benchmark.yaml.sig", SignEvidence(bytes, "benchmark", bench->private_pem)->dump());
   plan = Plan();
   EXPECT_EQ(plan["decision"]["release"], "pass") << plan["decision"].dump(2);
@@ -289,11 +283,11 @@ TEST_F(PlanTest, SignaturesThePolicyRequiresAreChecked) {
   // evidence signer's key cannot sign the policy.
   plan = Plan(policy->public_pem);
   EXPECT_TRUE(Deciding(plan).contains("policy"));
-  Spit("b/policy.yaml.sig", SignEvidence(Slurp("b/policy.yaml"), "policy", policy->private_pem)->dump());
-  Spit("b/rollout/ladder.yaml.sig", SignEvidence(Slurp("b/rollout/ladder.yaml"), "policy", policy->private_pem)->dump());
+  Spit("b/policy.yaml.sig", SignEvidence(testing::FileText("b/policy.yaml"), "policy", policy->private_pem)->dump());
+  Spit("b/rollout/ladder.yaml.sig", SignEvidence(testing::FileText("b/rollout/ladder.yaml"), "policy", policy->private_pem)->dump());
   plan = Plan(policy->public_pem);
   EXPECT_EQ(plan["decision"]["release"], "pass") << plan["decision"].dump(2);
-  Spit("b/policy.yaml.sig", SignEvidence(Slurp("b/policy.yaml"), "policy", bench->private_pem)->dump());
+  Spit("b/policy.yaml.sig", SignEvidence(testing::FileText("b/policy.yaml"), "policy", bench->private_pem)->dump());
   plan = Plan(bench->public_pem);
   EXPECT_NE(ReasonOf(plan, "policy").find("cannot sign the policy"), std::string::npos) << plan["decision"].dump(2);
 }
