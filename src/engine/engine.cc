@@ -689,13 +689,25 @@ void Engine::ScheduleDecodes(int64_t& budget) {
   // walk it.
   decode_order_.assign(running_.begin(), running_.end());
   const SpeculationConfig& spec = config_.speculation;
-  speculate_this_step_ = spec.enabled() && (!spec.disable_above_batch || running_count() <= *spec.disable_above_batch);
+  const bool speculate =
+      spec.enabled() && (!spec.disable_above_batch || running_count() <= *spec.disable_above_batch);
+  // Two loops, so ordinary decoding pays nothing for speculation (the per-decode path
+  // is the simulator's hottest; docs/PERFORMANCE.md "Engine").
+  if (speculate) {
+    ScheduleDecodeLoop<true>(budget);
+  } else {
+    ScheduleDecodeLoop<false>(budget);
+  }
+}
+
+template <bool kSpeculate>
+void Engine::ScheduleDecodeLoop(int64_t& budget) {
   for (int32_t slot : decode_order_) {
     if (budget <= 0) break;
     Live& l = slots_[static_cast<size_t>(slot)];
     if (!l.in_use || l.scheduled_step == step_index_ || !l.is_decode()) continue;
     if (!l.running) continue;  // preempted earlier in this step
-    const int64_t drafted = speculate_this_step_ ? DraftTokens(l, budget) : 0;
+    const int64_t drafted = kSpeculate ? DraftTokens(l, budget) : 0;
     if (!Grow(slot, 1 + drafted) || !l.running) continue;
     AddChunk(slot, 1 + drafted, static_cast<int32_t>(drafted));
     budget -= 1 + drafted;
@@ -832,34 +844,37 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
 template <bool kTokenEvents>
 void Engine::ApplyChunk(const Planned& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
-  // A speculative round keeps the last token and the accepted drafts' KV (speculation.h):
-  // the accepted drafts become sampled tokens, then the target's own token is sampled.
-  const int64_t accepted =
-      p.drafted > 0 ? config_.speculation.Accepted(static_cast<uint64_t>(l.req.id), l.generated, p.drafted) : 0;
-  const int64_t computed = p.drafted > 0 ? 1 + accepted : p.new_tokens;
-  l.num_computed += computed;
-  outstanding_tokens_ -= computed;
+  l.num_computed += p.new_tokens;
+  outstanding_tokens_ -= p.new_tokens;
   // Most chunks (decodes) fill no block: test that here, with a multiplication, before
   // calling out of line.
   if (config_.prefix_cache.enabled && l.num_computed >= (l.sealed + 1) * config_.block_tokens) SealComputed(l);
-  if (p.drafted > 0) {
-    SpeculationCounters& c = stats_.speculation;
-    ++c.rounds;
-    c.drafted_tokens += p.drafted;
-    c.accepted_tokens += accepted;
-    c.emitted_tokens += accepted + 1;
-    // The accepted drafts are sampled tokens now; none ends the answer (DraftTokens
-    // drafts at most remaining - 1), the target's own token below may.
-    for (int64_t i = 0; i < accepted; ++i) SampleToken<kTokenEvents>(p.slot, now);
-  } else if (l.num_computed < l.num_tokens) {
-    return;  // a prefill chunk that does not finish the prompt
-  }
-  SampleToken<kTokenEvents>(p.slot, now);
+  if (l.num_computed < l.num_tokens) return;  // a prefill chunk that does not finish the prompt
+  SampleToken<kTokenEvents>(l, p.slot, now);
 }
 
 template <bool kTokenEvents>
-bool Engine::SampleToken(int32_t slot, SimTime now) {
-  Live& l = slots_[static_cast<size_t>(slot)];
+void Engine::ApplyRound(const Planned& p, SimTime now) {
+  Live& l = slots_[static_cast<size_t>(p.slot)];
+  // A speculative round keeps the last token and the accepted drafts' KV (speculation.h):
+  // the accepted drafts become sampled tokens, then the target's own token is sampled.
+  const int64_t accepted = config_.speculation.Accepted(static_cast<uint64_t>(l.req.id), l.generated, p.drafted);
+  l.num_computed += 1 + accepted;
+  outstanding_tokens_ -= 1 + accepted;
+  if (config_.prefix_cache.enabled && l.num_computed >= (l.sealed + 1) * config_.block_tokens) SealComputed(l);
+  SpeculationCounters& c = stats_.speculation;
+  ++c.rounds;
+  c.drafted_tokens += p.drafted;
+  c.accepted_tokens += accepted;
+  c.emitted_tokens += accepted + 1;
+  // The accepted drafts are sampled tokens now; none ends the answer (DraftTokens drafts
+  // at most remaining - 1), the target's own token may.
+  for (int64_t i = 0; i < accepted; ++i) SampleToken<kTokenEvents>(l, p.slot, now);
+  SampleToken<kTokenEvents>(l, p.slot, now);
+}
+
+template <bool kTokenEvents>
+[[gnu::always_inline]] inline bool Engine::SampleToken(Live& l, int32_t slot, SimTime now) {
   ++l.generated;
   if (!l.first_token) {
     l.first_token = now;
@@ -941,7 +956,12 @@ void Engine::ApplyPlan(SimTime now) {
       End(p.slot, RequestStatus::kCancelled, now);  // blocks released only now
       continue;
     }
-    ApplyChunk<kTokenEvents>(p, now);
+    // Rounds apart, so the ordinary chunk's function is as short as before speculation.
+    if (p.drafted > 0) [[unlikely]] {
+      ApplyRound<kTokenEvents>(p, now);
+    } else {
+      ApplyChunk<kTokenEvents>(p, now);
+    }
   }
 }
 

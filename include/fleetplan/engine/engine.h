@@ -463,10 +463,14 @@ class Engine {
   void ApplyChunk(const Planned& p, SimTime now);
   template <bool kTokenEvents>
   void ApplyPlan(SimTime now);  // every chunk of the step in flight
-  // One sampled token of a running request at `now`: first-token and gap bookkeeping,
-  // the token event, and the end of its answer. Returns false when the request ended.
+  // One sampled token of running request `l` (in `slot`) at `now`: first-token and gap
+  // bookkeeping, the token event, and the end of its answer. False when the request ended.
   template <bool kTokenEvents>
-  bool SampleToken(int32_t slot, SimTime now);
+  bool SampleToken(Live& l, int32_t slot, SimTime now);
+  template <bool kTokenEvents>
+  void ApplyRound(const Planned& p, SimTime now);  // ApplyChunk of a speculative round
+  template <bool kSpeculate>
+  void ScheduleDecodeLoop(int64_t& budget);  // ScheduleDecodes' walk
   void CountGraphUse(const StepShape& shape);
   void CountDecodeBatch(int64_t decodes);  // stats_.decode_batch_steps
 
@@ -526,7 +530,6 @@ class Engine {
   Duration step_gpu_;
   std::vector<Planned> plan_;
   std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
-  bool speculate_this_step_ = false;   // ScheduleDecodes may draft (speculation policy)
   int64_t step_verify_tokens_ = 0;     // tokens of the step's verification chunks
   std::vector<StepChunk> draft_chunks_;  // DraftTime's scratch
   std::vector<StepChunk> chunks_;
