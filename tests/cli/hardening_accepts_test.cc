@@ -12,6 +12,7 @@
 
 #include "cli/cli_run.h"
 #include "support/files.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -23,12 +24,8 @@ using testing::CliRun;
 
 CliRun Fleetplan(std::vector<std::string> args) { return testing::RunFleetplan(std::move(args)); }
 
-constexpr const char* kStepModel =
-    "engine:\n  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, "
-    "per_seq: 0.1ms}}\n";
-constexpr const char* kWorkload =
-    "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
-    "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
+constexpr const char* kStepModel = testing::kAffineStepModel;
+constexpr const char* kWorkload = testing::kTenRequestsWorkload;
 
 class HardeningAccepts : public testing::TempFolderTest {
 };

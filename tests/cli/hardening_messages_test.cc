@@ -15,6 +15,7 @@
 #include "fleetplan/fleet/fidelity.h"
 #include "support/shared_data.h"
 #include "support/files.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -33,12 +34,8 @@ std::string ErrorOf(const Expected<T>& e) {
 }
 
 constexpr const char* kHead = "version: 1\nmodel: {name: llama-3.1-8b}\nhardware: {gpu: h100-sxm-80g}\n";
-constexpr const char* kStepModel =
-    "engine:\n  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, "
-    "per_seq: 0.1ms}}\n";
-constexpr const char* kWorkload =
-    "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
-    "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
+constexpr const char* kStepModel = testing::kAffineStepModel;
+constexpr const char* kWorkload = testing::kTenRequestsWorkload;
 
 class HardeningMessages : public testing::TempFolderTest {
  protected:

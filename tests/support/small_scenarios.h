@@ -68,4 +68,13 @@ inline std::string LongCanaryScenario(std::string_view decode_per_seq, int repli
   return s;
 }
 
+// Fragments the hardening tests assemble scenarios from: an affine step model, and ten
+// 100-token requests at 20/s in one class.
+inline constexpr const char* kAffineStepModel =
+    "engine:\n  step_model: {kind: affine, prefill: {base: 8ms, per_token: 0.02ms}, decode: {base: 10ms, "
+    "per_seq: 0.1ms}}\n";
+inline constexpr const char* kTenRequestsWorkload =
+    "workload:\n  requests: 10\n  arrival: {process: poisson, rate: 20/s}\n  classes:\n    default:\n"
+    "      share: 1\n      prompt: [{segment: unique, tokens: 100}]\n      output_tokens: 10\n";
+
 }  // namespace fleetplan::testing
