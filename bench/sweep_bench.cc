@@ -56,7 +56,9 @@ void BM_PointOverhead(benchmark::State& state) {
     const PointTask p = PointAt(spec, i++ % spec.points());
     auto invalid = CheckPoint(spec, p);
     Json row = RunPoint(spec, p);
-    if (invalid || row["status"] != "ok") state.SkipWithError("point did not run");
+    if (invalid || row["status"] != "ok") {
+      state.SkipWithError(("point did not run: " + (invalid ? invalid->dump() : row.value("reason", ""))).c_str());
+    }
     benchmark::DoNotOptimize(row);
   }
 }

@@ -386,7 +386,8 @@ const Request* Engine::live_request(RequestId id) const {
 }
 
 Status Engine::CheckSharing() const {
-  std::vector<int32_t> holders(static_cast<size_t>(pool_.total()), 0);
+  // Only blocks the pool ever handed out can be held (KvBlockPool::untouched).
+  std::vector<int32_t> holders(static_cast<size_t>(pool_.untouched()), 0);
   const int64_t block = config_.block_tokens;
   for (const Live& l : slots_) {
     if (!l.in_use) continue;
@@ -406,6 +407,9 @@ Status Engine::CheckSharing() const {
     }
     for (size_t i = 0; i < l.blocks.size(); ++i) {
       const BlockId b = l.blocks[i];
+      if (b < 0 || b >= pool_.untouched()) {
+        return InternalError(fmt::format("request {} holds block {}, which the pool never handed out", l.req.id, b));
+      }
       ++holders[static_cast<size_t>(b)];
       const auto pos = static_cast<int64_t>(i);
       if (pos >= writable_from && pool_.refcount(b) != 1) {
@@ -431,7 +435,7 @@ Status Engine::CheckSharing() const {
       }
     }
   }
-  for (BlockId b = 0; b < static_cast<BlockId>(pool_.total()); ++b) {
+  for (BlockId b = 0; b < static_cast<BlockId>(pool_.untouched()); ++b) {
     if (holders[static_cast<size_t>(b)] != pool_.refcount(b)) {
       return InternalError(fmt::format("block {} has refcount {} but {} live requests hold it", b, pool_.refcount(b),
                                        holders[static_cast<size_t>(b)]));

@@ -19,19 +19,39 @@ inline void CountForClass(std::vector<int64_t>& by_class, int32_t class_id) {
 
 KvBlockPool::KvBlockPool(int64_t total_blocks) {
   FP_ASSERT(total_blocks >= 0 && total_blocks <= std::numeric_limits<int32_t>::max());
-  state_.assign(static_cast<size_t>(total_blocks), BlockState{});
   num_blocks_ = static_cast<uint32_t>(total_blocks);
-  size_t capacity = 2;
-  while (capacity < 2 * static_cast<size_t>(total_blocks)) capacity *= 2;
-  FP_ASSERT(capacity <= (size_t{1} << 32));  // positions are 32-bit
-  ring_.assign(capacity, kNoBlock);
-  ring_mask_ = static_cast<uint32_t>(capacity - 1);
-  for (BlockId b = 0; b < static_cast<BlockId>(total_blocks); ++b) PushTail(b);
+  constexpr size_t kFirstRing = 64;  // grown by MakeRingRoom
+  ring_.assign(kFirstRing, kNoBlock);
+  ring_mask_ = static_cast<uint32_t>(kFirstRing - 1);
+  free_count_ = total_blocks;  // all of them the untouched run, at position 0
+}
+
+BlockId KvBlockPool::TakeUntouched() {
+  state_.emplace_back();
+  if (chains_on_) chain_.emplace_back();
+  return static_cast<BlockId>(untouched_++);
+}
+
+void KvBlockPool::MakeRingRoom() {
+  const size_t capacity = size_t{ring_mask_} + 1;
+  if (static_cast<size_t>(holes_) * 2 >= capacity) {
+    Compact();
+    return;
+  }
+  FP_ASSERT(capacity * 2 <= (size_t{1} << 32));  // positions are 32-bit
+  std::vector<BlockId> grown(capacity * 2, kNoBlock);
+  const auto grown_mask = static_cast<uint32_t>(capacity * 2 - 1);
+  // Same positions, a wider mask: the span is under the old capacity, so no two meet.
+  for (uint32_t p = head_; p != tail_; ++p) grown[p & grown_mask] = RingAt(p);
+  ring_ = std::move(grown);
+  ring_mask_ = grown_mask;
 }
 
 void KvBlockPool::Compact() {
   uint32_t to = head_;
+  uint32_t untouched_pos = head_;
   for (uint32_t from = head_; from != tail_; ++from) {
+    if (from == untouched_pos_) untouched_pos = to;
     const BlockId b = RingAt(from);
     if (b == kNoBlock) continue;
     RingAt(to) = b;  // to <= from: nothing unread is overwritten
@@ -39,47 +59,56 @@ void KvBlockPool::Compact() {
     ++to;
   }
   for (uint32_t p = to; p != tail_; ++p) RingAt(p) = kNoBlock;
+  if (untouched_pos_ == tail_) untouched_pos = to;
+  if (HasUntouched()) untouched_pos_ = untouched_pos;
   tail_ = to;
   holes_ = 0;
 }
 
+void KvBlockPool::SkipEndHoles() {
+  const bool run = HasUntouched();
+  while (head_ != tail_ && RingAt(head_) == kNoBlock && !(run && head_ == untouched_pos_)) {
+    ++head_;
+    --holes_;
+  }
+  while (head_ != tail_ && RingAt(tail_ - 1) == kNoBlock && !(run && tail_ == untouched_pos_)) {
+    --tail_;
+    --holes_;
+  }
+}
+
 void KvBlockPool::PushTail(BlockId b) {
-  if (tail_ - head_ > ring_mask_) Compact();
+  if (tail_ - head_ > ring_mask_) MakeRingRoom();
   RingAt(tail_) = b;
   state_[Idx(b)].pos = tail_++;
   ++free_count_;
 }
 
 void KvBlockPool::PushHead(BlockId b) {
-  if (tail_ - head_ > ring_mask_) Compact();
+  if (tail_ - head_ > ring_mask_) MakeRingRoom();
   RingAt(--head_) = b;
   state_[Idx(b)].pos = head_;
   ++free_count_;
 }
 
 void KvBlockPool::Unlink(BlockId b) {
+  FP_ASSERT(static_cast<uint32_t>(b) < untouched_);  // only published blocks are unlinked
   RingAt(state_[Idx(b)].pos) = kNoBlock;
   ++holes_;
   --free_count_;
-  // Keep the ends on blocks: skip the holes now at the head or the tail.
-  while (head_ != tail_ && RingAt(head_) == kNoBlock) {
-    ++head_;
-    --holes_;
-  }
-  while (head_ != tail_ && RingAt(tail_ - 1) == kNoBlock) {
-    --tail_;
-    --holes_;
-  }
+  SkipEndHoles();  // keep the ends on blocks
 }
 
 inline BlockId KvBlockPool::PopHead() {
+  --free_count_;
+  if (HasUntouched() && head_ == untouched_pos_) {
+    const BlockId b = TakeUntouched();
+    if (!HasUntouched()) SkipEndHoles();  // the holes the run's position kept are ends now
+    return b;
+  }
   const BlockId b = RingAt(head_);
   RingAt(head_++) = kNoBlock;
-  --free_count_;
-  while (head_ != tail_ && RingAt(head_) == kNoBlock) {
-    ++head_;
-    --holes_;
-  }
+  SkipEndHoles();
   return b;
 }
 
@@ -105,7 +134,7 @@ void KvBlockPool::AddHead(BlockId b, const BlockHash* parent_identity) {
   entry.prev = kNoBlock;
   if (parent_identity == nullptr) return;
   entry.prev = kHungHead;
-  if (head_parents_.empty()) head_parents_.assign(state_.size(), BlockHash{});
+  if (head_parents_.size() <= Idx(b)) head_parents_.resize(untouched_, BlockHash{});
   head_parents_[Idx(b)] = *parent_identity;
   CountUp(heads_by_parent_, *parent_identity);
 }
@@ -136,15 +165,18 @@ inline void KvBlockPool::Unpublish(BlockId b, std::vector<int64_t>& by_class) {
 bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
   FP_ASSERT(n >= 0);
   if (n > free_count_) return false;
-  if (n > 1 && !chain_.empty()) {
+  if (n > 1 && chains_on_) {
     // With the cache on, the pool's per-block state no longer fits in the nearer
     // processor caches, and each block taken reads its state and, if cached, its chain
     // entry (and its parent's, usually the next block in the list: a request's blocks
     // are released tail first). The ring gives the ids of all n blocks without reading
     // any state, so start loading them all first: the misses overlap instead of
     // queueing one behind another (docs/PERFORMANCE.md "Engine", fourth round).
+    // Ring entries only: the untouched run's ids are consecutive, which the hardware
+    // prefetcher follows by itself.
+    const uint32_t stop = HasUntouched() ? untouched_pos_ : tail_;
     uint32_t p = head_;
-    for (int64_t i = 0; i < n; ++p) {
+    for (int64_t i = 0; i < n && p != stop; ++p) {
       const BlockId ahead = RingAt(p);
       if (ahead == kNoBlock) continue;
       __builtin_prefetch(&state_[Idx(ahead)]);
@@ -163,7 +195,7 @@ bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
     out.push_back(b);
   }
   refs_ += n;
-  if (!chain_.empty() && head_ != tail_) {
+  if (chains_on_ && head_ != tail_ && !(HasUntouched() && head_ == untouched_pos_)) {
     // The next allocation starts here; most are of one block (a decode crossing a block
     // boundary), which the loop above cannot prefetch for. Start loading it now.
     __builtin_prefetch(&state_[Idx(RingAt(head_))]);
@@ -175,7 +207,7 @@ bool KvBlockPool::Allocate(int64_t n, std::vector<BlockId>& out) {
 void KvBlockPool::Release(std::span<const BlockId> blocks) {
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     const BlockId b = *it;
-    FP_ASSERT(IsBlock(b) && state_[Idx(b)].refs > 0);
+    FP_ASSERT(IsTouched(b) && state_[Idx(b)].refs > 0);
     --refs_;
     if (--state_[Idx(b)].refs > 0) continue;
     PushTail(b);
@@ -184,13 +216,13 @@ void KvBlockPool::Release(std::span<const BlockId> blocks) {
 }
 
 void KvBlockPool::AddRef(BlockId block) {
-  FP_ASSERT(IsBlock(block) && state_[Idx(block)].refs > 0);
+  FP_ASSERT(IsTouched(block) && state_[Idx(block)].refs > 0);
   ++state_[Idx(block)].refs;
   ++refs_;
 }
 
 void KvBlockPool::Acquire(BlockId block) {
-  FP_ASSERT(IsBlock(block) && state_[Idx(block)].tag != kUnpublished);
+  FP_ASSERT(IsTouched(block) && state_[Idx(block)].tag != kUnpublished);
   if (state_[Idx(block)].refs == 0) {
     Unlink(block);
     --evictable_;
@@ -209,14 +241,15 @@ int32_t KvBlockPool::InternTag(const CacheTag& tag) {
 }
 
 void KvBlockPool::EnsureChainStorage() {
-  if (!chain_.empty() || state_.empty()) return;
-  chain_.assign(state_.size(), ChainEntry{});
+  if (chains_on_) return;
+  chains_on_ = true;
+  chain_.assign(untouched_, ChainEntry{});
 }
 
 [[gnu::always_inline]] inline BlockId KvBlockPool::PublishInterned(BlockId block, const BlockHash& hash,
                                                                    int32_t tag_id, BlockId parent,
                                                                    const BlockHash* parent_identity) {
-  FP_ASSERT(IsBlock(block));
+  FP_ASSERT(IsTouched(block));
   BlockState& s = state_[Idx(block)];
   FP_ASSERT(s.refs >= 1 && s.tag == kUnpublished);
   if (const BlockId holder = FindNext(parent, hash); holder != kNoBlock) return holder;
@@ -235,7 +268,7 @@ void KvBlockPool::EnsureChainStorage() {
 }
 
 void KvBlockPool::CheckParent(BlockId parent, const BlockHash* parent_identity) const {
-  FP_ASSERT(parent == kNoBlock || (IsBlock(parent) && state_[Idx(parent)].tag != kUnpublished &&
+  FP_ASSERT(parent == kNoBlock || (IsTouched(parent) && state_[Idx(parent)].tag != kUnpublished &&
                                    parent_identity != nullptr && chain_[Idx(parent)].key == *parent_identity));
 }
 
@@ -266,7 +299,7 @@ int64_t KvBlockPool::Invalidate(const std::function<bool(const CacheTag&)>& matc
   std::vector<char> tag_matches(tags_.size());
   for (size_t t = 0; t < tags_.size(); ++t) tag_matches[t] = matches(tags_[t]) ? 1 : 0;
   int64_t removed = 0;
-  for (BlockId b = 0; b < static_cast<BlockId>(total()); ++b) {
+  for (BlockId b = 0; b < static_cast<BlockId>(untouched_); ++b) {  // untouched blocks were never published
     const int32_t t = state_[Idx(b)].tag;
     if (t == kUnpublished || tag_matches[static_cast<size_t>(t)] == 0) continue;
     Unpublish(b, invalidations_by_class_);
@@ -283,9 +316,14 @@ int64_t KvBlockPool::Invalidate(const std::function<bool(const CacheTag&)>& matc
 std::vector<BlockId> KvBlockPool::FreeListOrder() const {
   std::vector<BlockId> order;
   order.reserve(static_cast<size_t>(free_count_));
+  auto untouched_run = [&] {
+    for (uint32_t b = untouched_; b < num_blocks_; ++b) order.push_back(static_cast<BlockId>(b));
+  };
   for (uint32_t p = head_; p != tail_; ++p) {
+    if (HasUntouched() && p == untouched_pos_) untouched_run();
     if (RingAt(p) != kNoBlock) order.push_back(RingAt(p));
   }
+  if (HasUntouched() && tail_ == untouched_pos_) untouched_run();
   return order;
 }
 
@@ -301,7 +339,9 @@ Status KvBlockPool::CheckFreeList(int64_t& listed) const {
       ++holes;
       continue;
     }
-    if (b < 0 || Idx(b) >= state_.size()) return InternalError(fmt::format("free list holds block id {}", b));
+    if (b < 0 || static_cast<uint32_t>(b) >= untouched_) {
+      return InternalError(fmt::format("free list holds block id {} (blocks ever used: {})", b, untouched_));
+    }
     if (state_[Idx(b)].refs != 0) {
       return InternalError(fmt::format("block {} on the free list has refcount {}", b, state_[Idx(b)].refs));
     }
@@ -310,9 +350,15 @@ Status KvBlockPool::CheckFreeList(int64_t& listed) const {
     ++listed;
   }
   if (holes != holes_) return InternalError(fmt::format("the free list has {} holes but counts {}", holes, holes_));
-  if (head_ != tail_ && (RingAt(head_) == kNoBlock || RingAt(tail_ - 1) == kNoBlock)) {
+  const bool run = HasUntouched();
+  if (run && (untouched_pos_ - head_ > tail_ - head_)) {
+    return InternalError("the untouched blocks are listed outside the free list");
+  }
+  if (head_ != tail_ && ((RingAt(head_) == kNoBlock && !(run && head_ == untouched_pos_)) ||
+                         (RingAt(tail_ - 1) == kNoBlock && !(run && tail_ == untouched_pos_)))) {
     return InternalError("the free list starts or ends with a hole");
   }
+  listed += num_blocks_ - untouched_;
   for (uint32_t p = tail_; p != head_ + ring_mask_ + 1; ++p) {
     if (RingAt(p) != kNoBlock) return InternalError("the ring holds a block outside the free list");
   }
@@ -325,9 +371,9 @@ Status KvBlockPool::CheckIndex() const {
   int64_t heads = 0;
   std::vector<BlockHash> hashes;
   std::map<BlockHash, int32_t> hung_off;  // identity -> heads hung off it
-  for (BlockId b = 0; b < static_cast<BlockId>(total()); ++b) {
+  for (BlockId b = 0; b < static_cast<BlockId>(untouched_); ++b) {  // CheckInvariants checked the others
     const int32_t t = state_[Idx(b)].tag;
-    const ChainEntry links = chain_.empty() ? ChainEntry{} : chain_[Idx(b)];
+    const ChainEntry links = chains_on_ ? chain_[Idx(b)] : ChainEntry{};
     if (t == kUnpublished) {
       if (links.prev != kNoBlock || links.next != kNoBlock) {
         return InternalError(fmt::format("unpublished block {} is linked into a chain", b));
@@ -393,9 +439,14 @@ Status KvBlockPool::CheckIndex() const {
 }
 
 Status KvBlockPool::CheckInvariants() const {
-  int64_t zero_refs = 0;
+  if (untouched_ > num_blocks_) return InternalError(fmt::format("{} of {} blocks used", untouched_, num_blocks_));
+  if (state_.size() != untouched_ || (chains_on_ && chain_.size() != untouched_) || head_parents_.size() > untouched_) {
+    return InternalError(fmt::format("{} blocks handed out but {} records, {} chain entries, {} head parents",
+                                     untouched_, state_.size(), chain_.size(), head_parents_.size()));
+  }
+  int64_t zero_refs = num_blocks_ - untouched_;
   int64_t refs = 0;
-  for (size_t i = 0; i < state_.size(); ++i) {
+  for (size_t i = 0; i < untouched_; ++i) {
     const int32_t r = state_[i].refs;
     if (r < 0) return InternalError(fmt::format("block {} has refcount {}", i, r));
     if (r == 0) ++zero_refs;

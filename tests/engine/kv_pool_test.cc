@@ -88,16 +88,15 @@ TEST(KvBlockPool, HitAndInvalidationKeepTheOrderOfTheRest) {
 }
 
 // The free list against a plain deque of block ids, over random allocations, releases,
-// hits on free blocks and invalidations, on a pool small enough that the ring fills
-// with holes and is compacted many times (and its positions wrap below zero at the
-// first invalidation). "This order is the eviction order."
-TEST(KvBlockPool, FreeListOrderMatchesAReferenceQueue) {
-  constexpr int64_t kBlocks = 12;
+// hits on free blocks and invalidations. "This order is the eviction order." The
+// reference is the list a pool built eagerly would hold (every block queued at
+// construction); the pool keeps the blocks it never handed out as one untouched run.
+void CheckFreeListAgainstAReferenceQueue(int64_t kBlocks, uint64_t seed) {
   KvBlockPool pool(kBlocks);
   std::deque<BlockId> ref;
   for (BlockId b = 0; b < kBlocks; ++b) ref.push_back(b);
   std::vector<std::vector<BlockId>> held;
-  std::mt19937_64 rng(11);
+  std::mt19937_64 rng(seed);
   uint64_t next_hash = 1;
   for (int step = 0; step < 20000; ++step) {
     const int op = static_cast<int>(rng() % 5);
@@ -148,8 +147,39 @@ TEST(KvBlockPool, FreeListOrderMatchesAReferenceQueue) {
   }
 }
 
+// A pool small enough that the ring fills with holes and is compacted many times (and
+// its positions wrap below zero at the first invalidation).
+TEST(KvBlockPool, FreeListOrderMatchesAReferenceQueue) { CheckFreeListAgainstAReferenceQueue(12, 11); }
+
+// Pools large enough that the untouched run outlives many releases to the tail,
+// invalidations to the head and hits beside its position, before it runs out.
+TEST(KvBlockPool, TheUntouchedRunKeepsItsPlaceInTheOrder) {
+  for (const auto& [blocks, seed] : {std::pair<int64_t, uint64_t>{64, 5}, {300, 3}, {1000, 17}}) {
+    SCOPED_TRACE(::testing::Message() << blocks << " blocks, seed " << seed);
+    CheckFreeListAgainstAReferenceQueue(blocks, seed);
+  }
+}
+
+// Building a pool writes nothing per block, and only blocks handed out count as touched.
+TEST(KvBlockPool, OnlyBlocksHandedOutAreTouched) {
+  KvBlockPool pool(1 << 20);
+  EXPECT_EQ(pool.untouched(), 0);
+  EXPECT_EQ(pool.free_count(), 1 << 20);
+  std::vector<BlockId> got;
+  ASSERT_TRUE(pool.Allocate(3, got));
+  EXPECT_THAT(got, ElementsAre(0, 1, 2));
+  EXPECT_EQ(pool.untouched(), 3);
+  pool.Release(got);  // to the tail, behind the untouched run
+  got.clear();
+  ASSERT_TRUE(pool.Allocate(2, got));
+  EXPECT_THAT(got, ElementsAre(3, 4));
+  EXPECT_EQ(pool.untouched(), 5);
+  EXPECT_TRUE(pool.CheckInvariants().ok()) << pool.CheckInvariants().message();
+}
+
 // Hits on free blocks behind the head leave holes the head never reaches; the ring
-// (capacity 2 × 4 here) fills with them and is compacted, and the order survives.
+// fills with them and is compacted (several times over 500 rounds: the ring starts at
+// 64 entries and holds 4 blocks), and the order survives.
 TEST(KvBlockPool, HolesFillTheRingAndCompactionKeepsTheOrder) {
   KvBlockPool pool(4);
   std::vector<BlockId> a;
@@ -157,7 +187,7 @@ TEST(KvBlockPool, HolesFillTheRingAndCompactionKeepsTheOrder) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(pool.Publish(a[i], BlockHash{2, i + 1}, CacheTag{0, -1, 0}));
   pool.Release(a);  // free: 3 2 1 0
   std::deque<BlockId> ref = {3, 2, 1, 0};
-  for (int round = 0; round < 50; ++round) {
+  for (int round = 0; round < 500; ++round) {
     const BlockId b = ref[1 + static_cast<size_t>(round) % 3];  // never the head
     pool.Acquire(b);
     const BlockId one[] = {b};

@@ -40,6 +40,16 @@
 // most shareable). Invalidation moves the blocks it unpublishes to the head: they hold
 // nothing reusable. A block's eviction is decided by this order and the budget alone.
 //
+// Blocks never handed out since the pool was built are not in the ring: ids
+// [untouched(), total()) are the list's "untouched run", in id order, at ring position
+// untouched_pos_ (after the ring entries before that position, before the ones from it
+// on). The order is exactly that of a ring filled with 0..total()-1 at construction:
+// the run is taken from its start by Allocate, and nothing else can reach an untouched
+// block. The per-block records, the chain entries and the ring grow with the blocks
+// handed out, so building a pool costs O(1) and memory, the end-of-run recount and the
+// invalidation scan are O(blocks ever used), not O(total()): a sweep sets up and checks
+// thousands of pools whose runs touch a small part of them (docs/PERFORMANCE.md "Sweeps").
+//
 // The list is a ring of block ids rather than prev/next links, because Allocate takes
 // ~60 blocks at a time and, with links, each block's successor is known only once the
 // block's state has been read: one cache miss after another (with the prefix cache on
@@ -52,8 +62,11 @@
 //
 //   ring    | .... | b7 | b3 | hole | b9 | ... | b4 | .... |
 //                    ^ head                      ^ tail - 1
-//   Neither end is ever a hole; "...." lies outside the list (empty). Positions are 32-bit
-//   sequence numbers that wrap: a position's slot is position & mask.
+//   Neither end is ever a hole, except at the untouched run's position while the run is
+//   not empty; "...." lies outside the list (empty). Positions are 32-bit sequence
+//   numbers that wrap: a position's slot is position & mask. A full ring is compacted
+//   when at least half of it is holes and doubled otherwise, so it stays at most four
+//   times the blocks it lists, and both are amortised O(1) per push.
 //
 // Each published block carries a CacheTag (namespace, adapter, publishing class) for
 // invalidation and accounting; evictions and invalidations are counted per class.
@@ -61,8 +74,11 @@
 // Invariants (CheckInvariants recomputes each from scratch):
 //   free_count() == blocks on the free list == blocks with refcount 0;
 //   used_count() + free_count() == total(); total_refs() == sum of refcounts;
-//   the ring holds each free block once, at the position the block records; holes
-//   between head and tail are counted; head and tail - 1 are never holes;
+//   the ring holds each free block below untouched() once, at the position the block
+//   records, and none from untouched() on; the untouched run's position lies in
+//   [head, tail]; holes between head and tail are counted; head and tail - 1 are holes
+//   only at a non-empty run's position; per-block records exist for exactly the blocks
+//   below untouched();
 //   the chain links and the index are as described above (the index holds the published
 //   blocks without a prev, each under its hash; links are symmetric; published hashes are
 //   distinct); evictable_count() == published blocks with refcount 0;
@@ -160,8 +176,9 @@ class KvBlockPool {
   // `matches` must depend on the tag alone (it is asked once per distinct tag).
   int64_t Invalidate(const std::function<bool(const CacheTag&)>& matches);
 
-  int32_t refcount(BlockId block) const { return state_[Idx(block)].refs; }
-  bool published(BlockId block) const { return state_[Idx(block)].tag != kUnpublished; }
+  // REQUIRES (both): 0 <= block < total(). An untouched block is free and unpublished.
+  int32_t refcount(BlockId block) const { return IsTouched(block) ? state_[Idx(block)].refs : 0; }
+  bool published(BlockId block) const { return IsTouched(block) && state_[Idx(block)].tag != kUnpublished; }
   // REQUIRES: published(block).
   const BlockHash& hash(BlockId block) const { return chain_[Idx(block)].key; }
   // The published block this one hangs off in its chain, or kNoBlock for a chain head.
@@ -182,6 +199,9 @@ class KvBlockPool {
 
   // Free blocks from head (next reused) to tail.
   std::vector<BlockId> FreeListOrder() const;
+  // Blocks [0, untouched()) are the only ones ever handed out; the others are free,
+  // unpublished and unreferenced, and always have been.
+  int64_t untouched() const { return untouched_; }
 
   // Recomputes every counter and link; returns a description of the first violation.
   Status CheckInvariants() const;
@@ -197,8 +217,9 @@ class KvBlockPool {
     uint32_t pos = 0;            // ring position, meaningful while refs == 0
   };
   static size_t Idx(BlockId b) { return static_cast<size_t>(b); }
-  // A block id of this pool (one compare: a negative id wraps above any count).
-  bool IsBlock(BlockId b) const { return static_cast<uint32_t>(b) < num_blocks_; }
+  // A block handed out at least once, so it has a record (one compare: a negative id
+  // wraps above any count).
+  bool IsTouched(BlockId b) const { return static_cast<uint32_t>(b) < untouched_; }
   BlockId& RingAt(uint32_t pos) { return ring_[pos & ring_mask_]; }
   BlockId RingAt(uint32_t pos) const { return ring_[pos & ring_mask_]; }
 
@@ -206,6 +227,13 @@ class KvBlockPool {
   void PushHead(BlockId b);
   void Unlink(BlockId b);
   BlockId PopHead();
+  bool HasUntouched() const { return untouched_ < num_blocks_; }
+  // The next block of the untouched run, with its records created.
+  BlockId TakeUntouched();
+  // Makes room for one more ring entry: compacts or doubles a full ring.
+  void MakeRingRoom();
+  // Moves head and tail off holes, stopping at a non-empty untouched run's position.
+  void SkipEndHoles();
   // Rewrites the ring without holes, in order, from the head. Called when it is full,
   // which leaves at least half of it holes: amortised O(1) per hole.
   void Compact();
@@ -233,34 +261,39 @@ class KvBlockPool {
   // afterwards: `block` when it was published, the earlier holder when it stays private.
   BlockId PublishInterned(BlockId block, const BlockHash& hash, int32_t tag_id, BlockId parent,
                           const BlockHash* parent_identity);
-  // Allocates chain_ at the first publication, so a pool whose cache is off pays
-  // nothing for it.
+  // Turns chain entries on at the first publication (one per touched block from then
+  // on), so a pool whose cache is off pays nothing for them.
   void EnsureChainStorage();
   Status CheckFreeList(int64_t& listed) const;
   Status CheckIndex() const;
 
-  std::vector<BlockState> state_;
-  uint32_t num_blocks_ = 0;  // state_.size(), kept apart: the size of 12-byte records costs a division
+  std::vector<BlockState> state_;  // by block id, for the blocks below untouched_
+  uint32_t num_blocks_ = 0;  // total()
   // The distinct tags of published blocks, in first-publication order; blocks refer to
   // them by position. Bounded by the distinct (namespace, adapter, class) triples seen.
   std::vector<CacheTag> tags_;
   std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t> tag_ids_;
   int32_t last_tag_id_ = kUnpublished;  // InternTag's answer for the previous call
   BlockIndex index_;               // chain heads by identity; never iterated
-  std::vector<ChainEntry> chain_;  // by block id
+  bool chains_on_ = false;         // a block was ever published
+  std::vector<ChainEntry> chain_;  // by block id, below untouched_ once chains_on_
   // Heads that are not a chain's first block: by block id, the identity each hangs off
-  // (allocated with the first such head); and by that identity, how many hang off it
+  // (grown as such heads appear); and by that identity, how many hang off it
   // (the value is the count). FindNext needs the index only for an identity listed here,
   // so walking and publishing a chain nobody branched from costs no index probe.
   std::vector<BlockHash> head_parents_;
   BlockIndex heads_by_parent_;
   int64_t published_count_ = 0;
   // The free list: positions [head_, tail_) of the ring, free blocks and holes (kNoBlock).
-  // Capacity a power of two >= 2 × total(), so a full ring is at least half holes.
+  // Capacity a power of two, grown by MakeRingRoom.
   std::vector<BlockId> ring_;
   uint32_t ring_mask_ = 0;
   uint32_t head_ = 0;
   uint32_t tail_ = 0;
+  // The untouched run: blocks [untouched_, num_blocks_), listed at ring position
+  // untouched_pos_ (meaningful while the run is not empty).
+  uint32_t untouched_ = 0;
+  uint32_t untouched_pos_ = 0;
   int64_t holes_ = 0;
   int64_t free_count_ = 0;
   int64_t refs_ = 0;
