@@ -553,6 +553,7 @@ void Engine::InsertRunning(int32_t slot) {
   };
   running_.insert(std::find_if(running_.begin(), running_.end(), before), slot);
   slots_[static_cast<size_t>(slot)].running = true;
+  if (r.deadline) running_deadline_floor_ = std::min(running_deadline_floor_, *r.deadline);
 }
 
 void Engine::RemoveRunning(int32_t slot) {
@@ -577,6 +578,8 @@ void Engine::ExpireWaiting(SimTime now) {
     LeaveWaiting(d.slot);
     End(d.slot, RequestStatus::kTimeout, now, "deadline passed while waiting");
   }
+  if (running_deadline_floor_ > now) return;
+  running_deadline_floor_ = SimTime::Max();
   for (size_t i = 0; i < running_.size();) {
     const Live& l = slots_[static_cast<size_t>(running_[i])];
     if (l.req.deadline && *l.req.deadline <= now) {
@@ -584,6 +587,7 @@ void Engine::ExpireWaiting(SimTime now) {
       RemoveRunning(slot);
       End(slot, RequestStatus::kTimeout, now, "deadline passed while running");
     } else {
+      if (l.req.deadline) running_deadline_floor_ = std::min(running_deadline_floor_, *l.req.deadline);
       ++i;
     }
   }
@@ -975,6 +979,9 @@ Status Engine::CheckInvariants() const {
     work += l.remaining_work();
     if (l.num_computed > l.num_tokens) {
       return InternalError(fmt::format("request {} computed {} of {} tokens", l.req.id, l.num_computed, l.num_tokens));
+    }
+    if (l.running && l.req.deadline && *l.req.deadline < running_deadline_floor_) {
+      return InternalError(fmt::format("running request {} has a deadline before the running floor", l.req.id));
     }
     if (BlocksForTokens(l.num_computed, config_.block_tokens) > static_cast<int64_t>(l.blocks.size())) {
       return InternalError(fmt::format("request {} computed {} tokens in {} blocks", l.req.id, l.num_computed,

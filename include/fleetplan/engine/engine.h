@@ -522,6 +522,10 @@ class Engine {
   int64_t next_front_pos_ = -1;    // the next preemption's position
   std::vector<DeadlineEntry> expired_;  // ExpireWaiting's scratch
   std::vector<int32_t> running_;   // ordered by (priority desc, arrival asc)
+  // No running request's deadline is earlier (a lower bound: lowered as requests start
+  // running, made exact by each scan), so a step reads the running requests' deadlines
+  // only when one may have passed: they sit on a cache line a decode touches nowhere else.
+  SimTime running_deadline_floor_ = SimTime::Max();
 
   bool in_flight_ = false;
   SimTime step_start_;
