@@ -46,13 +46,32 @@ class Queue {
   size_t next_ = 0;
 };
 
+// Open MPI's blocking calls poll without sleeping, so a rank waiting in one takes a core
+// from the ranks and threads running points (with more ranks than cores, as on a
+// 2-core machine, that is a point's core). Waits here test and sleep instead; a 2 ms
+// answer delay is nothing against a point's run time.
+constexpr auto kPollInterval = std::chrono::milliseconds(2);
+
+void WaitFor(MPI_Request& request, MPI_Status* status) {
+  int done = 0;
+  while (true) {
+    MPI_Test(&request, &done, status);
+    if (done) return;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
 void Worker(const SweepSpec& spec, const std::vector<int64_t>& run) {
   std::string row;
   while (true) {
-    MPI_Send(row.data(), static_cast<int>(row.size()), MPI_CHAR, 0, kAsk, MPI_COMM_WORLD);
+    MPI_Request sent;
+    MPI_Isend(row.data(), static_cast<int>(row.size()), MPI_CHAR, 0, kAsk, MPI_COMM_WORLD, &sent);
+    WaitFor(sent, MPI_STATUS_IGNORE);
     int64_t index = -1;
     MPI_Status status;
-    MPI_Recv(&index, 1, MPI_INT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+    MPI_Request answer;
+    MPI_Irecv(&index, 1, MPI_INT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &answer);
+    WaitFor(answer, &status);
     if (status.MPI_TAG == kStop) return;
     auto text = CanonicalJson(RunPoint(spec, PointAt(spec, run[static_cast<size_t>(index)])));
     row = text.ok() ? *text : std::string();
@@ -76,7 +95,13 @@ Status MpiInit(int* argc, char*** argv) {
   return Status::Ok();
 }
 
-void MpiFinalize() { MPI_Finalize(); }
+void MpiFinalize() {
+  // Ranks that are done wait here for rank 0's last point: sleeping, not polling.
+  MPI_Request barrier;
+  MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+  WaitFor(barrier, MPI_STATUS_IGNORE);
+  MPI_Finalize();
+}
 
 int MpiRank() {
   int rank = 0;
@@ -108,9 +133,12 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
     for (const auto& [gpus, index] : sized) run.push_back(index);
   }
   int64_t n = static_cast<int64_t>(run.size());
-  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Request request;
+  MPI_Ibcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &request);
+  WaitFor(request, MPI_STATUS_IGNORE);
   run.resize(static_cast<size_t>(n));
-  MPI_Bcast(run.data(), static_cast<int>(n), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Ibcast(run.data(), static_cast<int>(n), MPI_INT64_T, 0, MPI_COMM_WORLD, &request);
+  WaitFor(request, MPI_STATUS_IGNORE);
   if (rank != 0) {
     Worker(spec, run);
     return std::optional<std::vector<Json>>();
@@ -140,9 +168,7 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, kAsk, MPI_COMM_WORLD, &flag, &status);
     if (!flag) {
-      // Polling costs CPU the points need (rank 0 shares its cores with a point thread);
-      // a 2 ms answer delay is nothing against a point's run time.
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(kPollInterval);  // see WaitFor
       continue;
     }
     int bytes = 0;
