@@ -104,6 +104,8 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
       ->check(CLI::Range(0, 86400));
   sub->add_option("--max-loras", flags->options.max_loras, "LoRA adapters loaded at once per replica (default 8)")
       ->check(CLI::Range(1, 1 << 20));
+  sub->add_flag("--echo", flags->options.echo,
+               "Echo mode: answers repeat the prompt's tokens (chat: the last message's) instead of filler words");
   sub->add_option("--exit-after", flags->exit_after, "Stop by itself after this wall time (tests, benchmarks)");
   sub->add_option("--ports-file", flags->ports_file, "Write the bound ports, one per line, once listening");
   sub->footer(

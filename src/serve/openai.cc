@@ -88,6 +88,7 @@ std::optional<ParseResult> ReadMessages(const Json& body, ApiRequest& req) {
     text += role->get_ref<const std::string&>();
     text += "|>\n";
     const Json* content = Field(msg, "content");
+    const size_t content_start = text.size();
     if (content == nullptr) {
       // An assistant message with tool calls has none; it adds no text.
     } else if (content->is_string()) {
@@ -107,6 +108,7 @@ std::optional<ParseResult> ReadMessages(const Json& body, ApiRequest& req) {
     } else {
       return Fail(WrongType(where + ".content", "a string or a list of parts", *content), where + ".content");
     }
+    req.last_message = text.substr(content_start);
     text += "\n";
   }
   text += "<|assistant|>\n";

@@ -89,6 +89,12 @@ struct Live {
   int64_t stall_at = -1;            // faults.serve.stall: the stream stops before this token
   Clock::time_point stall_until;    // set when the stall starts
   Clock::time_point arrival, first_token, last_token, paused_since;
+  EchoText echo;                    // --echo: what the answer repeats (empty: filler)
+
+  // The text of answer token `index`.
+  std::string_view TokenText(int64_t index) const {
+    return echo.tokens() > 0 ? echo.Token(index) : FillerToken(seed, index);
+  }
 };
 
 // Prometheus state of one replica (vLLM's names; docs/serve.md "Metrics").
@@ -632,7 +638,7 @@ std::optional<ApiError> Replica::PlanOutput(const ApiRequest& req, Live& l, std:
     std::string text;
     for (int64_t i = 0; i < l.output_tokens; ++i) {
       const size_t before = text.size();
-      text += FillerToken(l.seed, i);
+      text += l.TokenText(i);
       size_t best = std::string::npos;
       const std::string* which = nullptr;
       for (const std::string& s : req.stop) {
@@ -725,6 +731,11 @@ void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
     ids = tok.ids;
   }
   auto l = std::make_unique<Live>();
+  if (shared_.options.echo) {
+    l->echo = req.prompt_is_ids                ? EchoOfIds(ids)
+              : req.endpoint == Endpoint::kChat ? EchoOfText(req.last_message)
+                                                : EchoOfText(req.prompt_text);
+  }
   if (auto err = PlanOutput(req, *l, ids)) return c->SendError(*err);
   if (stall_draw < shared_.faults.stall_probability) {
     RngStream at(l->seed, "serve.stall_at");
@@ -826,7 +837,7 @@ void Replica::RenderTokens(Live& l, Connection& c) {
       }
       return;
     }
-    std::string_view tok = FillerToken(l.seed, l.emitted);
+    std::string_view tok = l.TokenText(l.emitted);
     const size_t start = l.text_bytes;
     l.text_bytes += tok.size();
     if (l.text_limit != std::string::npos) tok = start >= l.text_limit ? std::string_view() : tok.substr(0, l.text_limit - start);
@@ -852,7 +863,7 @@ std::string Replica::FinalBody(const Live& l) const {
   if (!l.stream) {
     std::string text;
     text.reserve(static_cast<size_t>(l.output_tokens) * 5);
-    for (int64_t i = 0; i < l.output_tokens; ++i) text += FillerToken(l.seed, i);
+    for (int64_t i = 0; i < l.output_tokens; ++i) text += l.TokenText(i);
     if (l.text_limit != std::string::npos && l.text_limit < text.size()) text.resize(l.text_limit);
     return CompleteBody(l.endpoint, l.head, text, l.finish, l.stop_reason, usage);
   }
@@ -861,7 +872,7 @@ std::string Replica::FinalBody(const Live& l) const {
   if (l.endpoint == Endpoint::kChat) AppendRoleEvent(out, l.head);
   size_t bytes = 0;
   for (int64_t i = 0; i < l.output_tokens; ++i) {
-    std::string_view tok = FillerToken(l.seed, i);
+    std::string_view tok = l.TokenText(i);
     const size_t start = bytes;
     bytes += tok.size();
     if (l.text_limit != std::string::npos) tok = start >= l.text_limit ? std::string_view() : tok.substr(0, l.text_limit - start);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/format.h>
+
 #include "fleetplan/core/rng.h"
 
 namespace fleetplan::serve {
@@ -49,6 +51,22 @@ Tokenized Tokenize(std::string_view text) {
 std::string_view FillerToken(uint64_t seed, int64_t index) {
   const uint64_t h = SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(index) + 1));
   return kFillerWords[h % kFillerWordCount];
+}
+
+EchoText EchoOfText(std::string_view text) {
+  EchoText echo;
+  echo.text = std::string(text);
+  echo.ends = Tokenize(text).ends;
+  return echo;
+}
+
+EchoText EchoOfIds(std::span<const int64_t> ids) {
+  EchoText echo;
+  for (const int64_t id : ids) {
+    echo.text += fmt::format(" {}", id);
+    echo.ends.push_back(static_cast<uint32_t>(echo.text.size()));
+  }
+  return echo;
 }
 
 std::vector<PromptSegment> PromptLayout(std::span<const int64_t> ids, int64_t block_tokens) {

@@ -125,6 +125,39 @@ TEST(ServeConformance, StopStringsAreExcluded) {
   EXPECT_EQ(Finish(ev), "stop");
 }
 
+// --echo: the answer repeats the prompt's tokens (the last message's for chat; the ids
+// as " <id>" for a token-id prompt), cyclically, for as many tokens as the engine
+// generates; streamed and whole agree, and a stop string still cuts it.
+TEST(ServeEcho, AnswersRepeatThePromptsTokens) {
+  ServeOptions o = Fast();
+  o.echo = true;
+  RunningServer s(SmallScenario(), o);
+  const Json done = Post(s.port(), "/v1/completions",
+                         {{"model", kModel}, {"prompt", "Hello KV"}, {"max_tokens", 7}, {"ignore_eos", true}})
+                        .json();
+  // "Hello KV" is "Hell", "o", " KV": seven tokens go round it twice and once more.
+  EXPECT_EQ(done["choices"][0]["text"], "Hello KVHello KVHell");
+  EXPECT_EQ(done["usage"]["completion_tokens"], 7);
+  Json chat = {{"model", kModel},
+               {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", " ok"}}}},
+               {"max_tokens", 3},
+               {"ignore_eos", true}};
+  const Json c = Post(s.port(), "/v1/chat/completions", chat).json();
+  EXPECT_EQ(c["choices"][0]["message"]["content"], " ok ok ok");
+  chat["stream"] = true;
+  EXPECT_EQ(Text(ParseEvents(Post(s.port(), "/v1/chat/completions", chat).body), true), " ok ok ok");
+  const Json ids = Post(s.port(), "/v1/completions",
+                        {{"model", kModel}, {"prompt", Json::array({17, 4})}, {"max_tokens", 3}, {"ignore_eos", true}})
+                       .json();
+  EXPECT_EQ(ids["choices"][0]["text"], " 17 4 17");
+  const Json stopped = Post(s.port(), "/v1/completions",
+                            {{"model", kModel}, {"prompt", "Hello KV"}, {"max_tokens", 7}, {"ignore_eos", true},
+                             {"stop", " KV"}})
+                           .json();
+  EXPECT_EQ(stopped["choices"][0]["text"], "Hello");
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+}
+
 void ExpectError(const Reply& r, int status, const std::string& param = "") {
   EXPECT_EQ(r.status, status) << r.body;
   Json j;

@@ -47,6 +47,7 @@ struct ApiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;
   std::string prompt_text;              // the templated text (chat) or the prompt string
+  std::string last_message;             // chat: the last message's text content (echo mode)
   std::vector<int64_t> prompt_ids;      // set when the prompt came as token ids
   bool prompt_is_ids = false;
   bool stream = false;

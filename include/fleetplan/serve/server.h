@@ -52,6 +52,7 @@ struct ServeOptions {
   int64_t retry_after_seconds = 1;         // Retry-After of a 503
   int64_t max_loras = 8;                   // adapters loaded at once per replica
   std::optional<Duration> exit_after;      // wall time after which Run returns by itself
+  bool echo = false;                       // answers repeat the prompt's tokens (tokenizer.h, EchoText)
 };
 
 class Server {

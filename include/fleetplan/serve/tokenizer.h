@@ -42,6 +42,23 @@ Tokenized Tokenize(std::string_view text);
 // Filler token `index` of an answer drawn with `seed` (leading space included).
 std::string_view FillerToken(uint64_t seed, int64_t index);
 
+// Echo mode's answer source: the answer's token i is the source's token i mod its
+// count, as the source's bytes. The source is the prompt text (completions), the last
+// message's text (chat), or, for a prompt sent as token ids, the ids written as
+// " <id>" each. Empty (no tokens) when the source has none: the answer is filler then.
+struct EchoText {
+  std::string text;
+  std::vector<uint32_t> ends;  // byte offset where source token k ends
+  int64_t tokens() const { return static_cast<int64_t>(ends.size()); }
+  std::string_view Token(int64_t index) const {
+    const auto k = static_cast<size_t>(index % tokens());
+    const uint32_t begin = k == 0 ? 0 : ends[k - 1];
+    return std::string_view(text).substr(begin, ends[k] - begin);
+  }
+};
+EchoText EchoOfText(std::string_view text);
+EchoText EchoOfIds(std::span<const int64_t> ids);
+
 // The prompt as engine segments (one per block). REQUIRES: block_tokens >= 1.
 std::vector<PromptSegment> PromptLayout(std::span<const int64_t> ids, int64_t block_tokens);
 
