@@ -38,6 +38,7 @@ struct GpuFigures {
   double fp4_flops;
   const std::vector<DType>* dtypes;
   const char* default_intra_link;
+  bool peer_to_peer = true;
 };
 
 GpuSpec Make(const GpuFigures& f) {
@@ -53,6 +54,7 @@ GpuSpec Make(const GpuFigures& f) {
   g.fp4_flops = f.fp4_flops;
   g.dtypes = *f.dtypes;
   g.default_intra_link = f.default_intra_link;
+  g.peer_to_peer = f.peer_to_peer;
   return g;
 }
 
@@ -112,9 +114,10 @@ std::vector<GpuSpec> BuiltinGpus() {
       {"rtx4090", "NVIDIA GeForce RTX 4090 24GB (GDDR6X)",
        "NVIDIA Ada GPU architecture whitepaper, GeForce RTX 4090 (1,008 GB/s; BF16 165.2 and FP8 "
        "330.3 TFLOPS with FP32 accumulate, INT8 660.6 TOPS, dense); memory: nvidia-smi "
-       "memory.total 24564 MiB",
+       "memory.total 24564 MiB; no peer-to-peer: GeForce drivers report cudaDeviceCanAccessPeer 0 "
+       "for the RTX 4090 (NVIDIA developer forums), so NCCL moves data through host memory",
        NvidiaSmiMiB(24564), 1008 * kGiga, 165.2 * kTera, 330.3 * kTera, 660.6 * kTera, 0,
-       &kFp8DTypes, "pcie4"},
+       &kFp8DTypes, "pcie4", /*peer_to_peer=*/false},
       {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell 96GB (GDDR7)",
        "NVIDIA RTX PRO 6000 Blackwell datasheet (1,792 GB/s; 4,000 AI TOPS = FP4 with sparsity) "
        "and RTX Blackwell GPU architecture whitepaper (dense: BF16 503.8, FP8 1,007.6, FP4 "

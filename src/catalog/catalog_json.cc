@@ -106,7 +106,8 @@ Json GpuSpecJson(const GpuSpec& g) {
               {"int8_ops", g.int8_ops},
               {"fp4_flops", g.fp4_flops},
               {"dtypes", dtypes},
-              {"default_intra_link", g.default_intra_link}};
+              {"default_intra_link", g.default_intra_link},
+              {"peer_to_peer", g.peer_to_peer}};
 }
 
 Json LinkSpecJson(const LinkSpec& l) {

@@ -13,7 +13,8 @@ namespace {
 
 const std::vector<std::string> kGpuKeys = {
     "description", "source",    "memory",     "memory_bandwidth", "bf16_tflops",
-    "fp8_tflops",  "int8_tops", "fp4_tflops", "dtypes",           "default_intra_link"};
+    "fp8_tflops",  "int8_tops", "fp4_tflops", "dtypes",           "default_intra_link",
+    "peer_to_peer"};
 const std::vector<std::string> kLinkKeys = {"description", "source", "kind", "bandwidth",
                                             "latency"};
 
@@ -112,6 +113,7 @@ Expected<GpuSpec> ReadGpuSpec(const YamlNode& node, std::string name,
   FP_RETURN_IF_ERROR(ReadGpuRates(node, g));
   FP_ASSIGN_OR_RETURN(g.dtypes, ReadDTypes(node["dtypes"], g));
   FP_ASSIGN_OR_RETURN(g.default_intra_link, node["default_intra_link"].AsString());
+  FP_ASSIGN_OR_RETURN(g.peer_to_peer, node["peer_to_peer"].BoolOr(true));
   if (links.find(g.default_intra_link) == links.end()) {
     return node["default_intra_link"].Error(
         UnknownNameMessage("link", g.default_intra_link, Names(links)));

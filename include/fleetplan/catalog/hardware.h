@@ -36,6 +36,10 @@ struct GpuSpec {
   double fp4_flops = 0;            // 0 = not supported natively
   std::vector<DType> dtypes;       // formats the GPU stores and computes natively
   std::string default_intra_link;  // link name in the catalog, e.g. nvlink4
+  // Whether GPUs of this type in one node reach each other's memory directly (NVLink, or
+  // PCIe peer-to-peer). GeForce parts on PCIe do not (the driver refuses P2P): their
+  // transfers stage through host memory (perf/collectives.h HostStaged).
+  bool peer_to_peer = true;
 
   bool Supports(DType t) const;
   // Peak dense throughput for matmuls in `t`: the native rate when the GPU has one (fp16
