@@ -81,4 +81,23 @@ Duration AllToAllTime(int64_t ranks, Bytes sent_per_rank, LinkCost link) {
 
 Duration SendRecvTime(Bytes message, LinkCost link) { return AlphaBeta(1, 1.0, message, link); }
 
+LinkCost HostStaged(LinkCost link) { return LinkCost{link.bandwidth / 2, link.latency * 2}; }
+
+bool VllmUsesCustomAllReduce(int64_t ranks, Bytes message, bool nvlink, bool peer_to_peer) {
+  const bool supported_size = ranks == 2 || ranks == 4 || ranks == 6 || ranks == 8;
+  return supported_size && peer_to_peer && (ranks == 2 || nvlink) &&
+         message.count() < kVllmCustomAllReduceMaxBytes;
+}
+
+Duration CustomAllReduceTime(int64_t ranks, Bytes message, LinkCost link, bool nvlink) {
+  FP_ASSERT(VllmUsesCustomAllReduce(ranks, message, nvlink, true));
+  // The kernel's own thresholds for reading every peer in one stage.
+  constexpr int64_t kOneStageUpTo4 = int64_t{512} << 10;
+  constexpr int64_t kOneStageUpTo8 = int64_t{256} << 10;
+  const int64_t m = message.count();
+  const bool one_stage = ranks == 2 || (nvlink && ((ranks <= 4 && m < kOneStageUpTo4) || m < kOneStageUpTo8));
+  if (one_stage) return AlphaBeta(1, static_cast<double>(ranks - 1), message, link);
+  return AlphaBeta(2, 2.0 * RingShare(ranks), message, link);
+}
+
 }  // namespace fleetplan

@@ -15,6 +15,25 @@
 //
 // n == 1 costs nothing. Results round to the nearest nanosecond. docs/step-models.md
 // compares the ring all-reduce with measured NCCL times on H100 (error per size range).
+//
+// GPUs without peer-to-peer access (GeForce parts on PCIe: the driver refuses P2P) move
+// every transfer through a host buffer, device to host then host to device. NCCL's SHM
+// transport does this; each transfer crosses the PCIe link twice in series:
+//
+//   HostStaged(α, B) = (2α, B / 2)        used in place of the link in every formula
+//
+// vLLM's tensor-parallel all-reduce (vllm/distributed/device_communicators: CudaCommunicator
+// tries its custom all-reduce first, then NCCL) uses the custom kernel when
+//   ranks in {2, 4, 6, 8}, the ranks have peer-to-peer access, (ranks == 2 or the ranks
+//   are fully connected by NVLink), and the message is under 8 MiB (CustomAllreduce
+//   max_size; should_custom_ar's `inp_size < max_size`);
+// otherwise NCCL. The custom kernel reads its peers' buffers directly:
+//
+//   one stage  (ranks == 2, or NVLink with ranks <= 4 and M < 512 KiB, or M < 256 KiB)
+//                               α + (n-1) · M/B        every rank reads every peer's buffer
+//   two stages (otherwise)      2α + 2·(n-1)/n · M/B   reduce-scatter, then all-gather
+//
+// (csrc/custom_all_reduce.cuh, cross_device_reduce_1stage / _2stage; one α per barrier.)
 // Thread model: pure functions.
 #pragma once
 
@@ -49,5 +68,14 @@ Duration AllGatherTime(int64_t ranks, Bytes gathered, LinkCost link);
 Duration ReduceScatterTime(int64_t ranks, Bytes input_per_rank, LinkCost link);
 Duration AllToAllTime(int64_t ranks, Bytes sent_per_rank, LinkCost link);
 Duration SendRecvTime(Bytes message, LinkCost link);
+
+// The link a transfer between GPUs without peer-to-peer access effectively has (above).
+LinkCost HostStaged(LinkCost link);
+
+// vLLM's custom all-reduce: the size limit, and the choice it makes (above).
+inline constexpr int64_t kVllmCustomAllReduceMaxBytes = int64_t{8} << 20;
+bool VllmUsesCustomAllReduce(int64_t ranks, Bytes message, bool nvlink, bool peer_to_peer);
+// REQUIRES: VllmUsesCustomAllReduce(ranks, message, nvlink, true).
+Duration CustomAllReduceTime(int64_t ranks, Bytes message, LinkCost link, bool nvlink);
 
 }  // namespace fleetplan
