@@ -8,6 +8,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/perf/affine.h"
+#include "fleetplan/perf/collective_tables.h"
 #include "fleetplan/perf/kernel_table.h"
 #include "fleetplan/perf/roofline.h"
 #include "fleetplan/perf/table.h"
@@ -59,10 +60,47 @@ Built BuildTable(const YamlNode& node, const StepModelContext& ctx) {
   return std::unique_ptr<StepCostModel>(std::make_unique<TableStepModel>(std::move(table), extrapolate));
 }
 
-// {kind: kernel-table, dir: profile/tp1}: the per-layer kernel tables of perf/kernel_table.h;
-// layers, experts and ep come from the scenario's model and layout.
+// `collectives:` of a kernel-table step model: absent or `alpha-beta` (null tables), or
+// `{tables: PATH | [PATH, ...]}`, files or folders of measured collective tables
+// (perf/collective_tables.h), each resolved against the scenario's folder.
+Expected<std::shared_ptr<const CollectiveTables>> ReadCollectiveSource(const YamlNode& node,
+                                                                       const StepModelContext& ctx) {
+  if (!node.present() || node.IsNull()) return std::shared_ptr<const CollectiveTables>();
+  if (node.IsScalar()) {
+    FP_ASSIGN_OR_RETURN(const std::string name, node.AsString());
+    if (name == kAlphaBetaCollectives) return std::shared_ptr<const CollectiveTables>();
+    return node.Error(fmt::format("expected '{}' or {{tables: [PATH, ...]}}, got '{}'", kAlphaBetaCollectives, name));
+  }
+  if (!node.IsMap()) return node.Error(fmt::format("expected '{}' or {{tables: [PATH, ...]}}", kAlphaBetaCollectives));
+  FP_RETURN_IF_ERROR(node.CheckKeys({"tables"}));
+  const YamlNode tables = node["tables"];
+  std::vector<std::string> names;
+  if (tables.IsScalar()) {
+    FP_ASSIGN_OR_RETURN(std::string one, tables.AsString());
+    names.push_back(std::move(one));
+  } else {
+    FP_ASSIGN_OR_RETURN(names, tables.AsStringList());
+  }
+  if (names.empty()) return tables.Error("expected at least one collective table file or folder");
+  std::vector<std::string> paths;
+  for (const std::string& n : names) paths.push_back(ResolveScenarioPath(ctx.scenario_dir, n));
+  auto loaded = CollectiveTables::Load(paths);
+  if (!loaded.ok()) return tables.Error(loaded.status().message());
+  return std::shared_ptr<const CollectiveTables>(std::make_shared<CollectiveTables>(std::move(loaded).value()));
+}
+
+// Links kinds whose ranks are fully connected GPU to GPU (vLLM's is_fully_connected).
+bool FullyConnected(const LinkSpec& link) { return link.kind == LinkKind::kNvlink || link.kind == LinkKind::kXgmi; }
+
+bool BetweenNodes(const LinkSpec& link) {
+  return link.kind == LinkKind::kInfiniband || link.kind == LinkKind::kRoce || link.kind == LinkKind::kEthernet;
+}
+
+// {kind: kernel-table, dir: profile/tp1[, collectives: ...]}: the per-layer kernel tables
+// of perf/kernel_table.h; layers, experts, tp, pp and ep come from the scenario's model and
+// layout, the links and peer-to-peer access from its hardware.
 Built BuildKernelTable(const YamlNode& node, const StepModelContext& ctx) {
-  FP_RETURN_IF_ERROR(node.CheckKeys({"kind", "dir"}));
+  FP_RETURN_IF_ERROR(node.CheckKeys({"kind", "dir", "collectives"}));
   const YamlNode dir_node = node["dir"];
   FP_ASSIGN_OR_RETURN(const std::string dir, dir_node.AsString());
   const ModelSpec& model = ctx.memory.model;
@@ -82,6 +120,27 @@ Built BuildKernelTable(const YamlNode& node, const StepModelContext& ctx) {
       return node.Error("kernel-table with ep > 1 needs the intra-node link (hardware.intra_node_link)");
     }
   }
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<const CollectiveTables> collectives,
+                      ReadCollectiveSource(node["collectives"], ctx));
+  ParallelLinks links;
+  links.tp = std::max<int64_t>(1, ctx.memory.layout.tp);
+  links.pp = std::max<int64_t>(1, ctx.memory.layout.pp);
+  links.tp_link = LinkCost::Of(ctx.tp_link);
+  links.pp_link = LinkCost::Of(ctx.pp_link);
+  links.tp_nvlink = FullyConnected(ctx.tp_link);
+  links.pp_spans_nodes = BetweenNodes(ctx.pp_link);
+  links.peer_to_peer = ctx.memory.gpu.peer_to_peer;
+  if (links.tp > 1 && links.tp_link.bandwidth <= 0) {
+    return node.Error("kernel-table with tp > 1 needs the intra-node link (hardware.intra_node_link)");
+  }
+  if (links.pp > 1 && links.pp_link.bandwidth <= 0) {
+    return node.Error("kernel-table with pp > 1 needs the link between stages");
+  }
+  if (links.tp > 1 || links.pp > 1) {
+    if (model.hidden < 1) return node.Error("kernel-table with tp or pp > 1 needs the model's hidden size");
+    shape.hidden = model.hidden;
+  }
+  shape.comm = ParallelComm(links, std::move(collectives));
   return std::unique_ptr<StepCostModel>(std::make_unique<KernelTableStepModel>(std::move(tables).value(), shape));
 }
 

@@ -1,7 +1,5 @@
 #include "fleetplan/perf/kernel_table.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -14,35 +12,17 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/limits.h"
+#include "perf/gzip_file.h"
 
 namespace fleetplan {
 
 namespace {
 
+using perf_internal::ReadMaybeGzip;
+
 constexpr double kNsPerUs = 1e3;
 // The largest kernel time a table may state (one hour), so sums stay far inside int64 ns.
 constexpr double kMaxKernelUs = 3.6e9;
-// Chunk size of the gzip reader.
-constexpr unsigned kReadChunk = 1u << 16;
-
-// Reads a plain or gzip-compressed file (zlib reads plain files as they are).
-Expected<std::string> ReadMaybeGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return InvalidInput(fmt::format("{}: cannot open", path));
-  std::string out;
-  std::string buf(kReadChunk, '\0');
-  while (true) {
-    const int n = gzread(f, buf.data(), kReadChunk);
-    if (n < 0) {
-      gzclose(f);
-      return InvalidInput(fmt::format("{}: read error (corrupt gzip data?)", path));
-    }
-    if (n == 0) break;
-    out.append(buf.data(), static_cast<size_t>(n));
-  }
-  gzclose(f);
-  return out;
-}
 
 // `name` or `name.gz` inside `dir`; "" when neither exists.
 std::string FindTable(const std::string& dir, const std::string& name) {
@@ -297,6 +277,15 @@ Duration KernelTableStepModel::EpExchange(int64_t tokens) const {
   return AllGatherTime(shape_.ep, gathered, shape_.ep_link) + ReduceScatterTime(shape_.ep, gathered, shape_.ep_link);
 }
 
+Duration KernelTableStepModel::ParallelCommunication(int64_t tokens, bool* outside) const {
+  const ParallelLinks& links = shape_.comm.links();
+  if (links.tp <= 1 && links.pp <= 1) return Duration();
+  const Bytes activations(tokens * shape_.hidden * shape_.activation_bytes);
+  const Duration tp = shape_.comm.TpAllReduce(activations, outside) * (kTpAllReducesPerLayer * shape_.layers);
+  const Duration pp = shape_.comm.PpSendRecv(activations, outside) * (kPpTensorsPerBoundary * (links.pp - 1));
+  return tp + pp;
+}
+
 StepCost KernelTableStepModel::CostOf(std::span<const StepChunk> chunks, StepPadding padding) const {
   bool outside = false;
   const KernelTables& t = tables_;
@@ -330,6 +319,7 @@ StepCost KernelTableStepModel::CostOf(std::span<const StepChunk> chunks, StepPad
     layer += MoeNs(tokens, &outside);
     comm = EpExchange(tokens) * shape_.layers;
   }
+  comm += ParallelCommunication(tokens, &outside);
   const double seqs = static_cast<double>(static_cast<int64_t>(chunks.size()) + padding.decodes);
   const double ns = t.per_step.Value(x, &outside) + static_cast<double>(shape_.layers) * layer +
                     t.per_sequence.Value(seqs, &outside);
@@ -365,6 +355,11 @@ Json KernelTableStepModel::Describe() const {
       j["ep_link_latency_us"] = shape_.ep_link.latency.micros();
       j["hidden"] = shape_.hidden;
     }
+  }
+  const ParallelLinks& links = shape_.comm.links();
+  if (links.tp > 1 || links.pp > 1) {
+    j["parallel_comm"] = shape_.comm.Describe();
+    j["hidden"] = shape_.hidden;
   }
   j["interpolation"] = "linear per axis; beyond the last point the edge slope, flagged";
   return j;

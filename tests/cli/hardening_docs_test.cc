@@ -243,13 +243,15 @@ TEST(HardeningDocs, D12_EveryYamlExampleInTheDocsRuns) {
       fs::create_directories((dir / self).parent_path());
       std::ofstream(dir / self) << b.text;
     }
-    // A kernel-table example names the user's profile folder; the test lends it the
-    // public one when the public data is there.
+    // A kernel-table example names the user's profile folders (kernels, collectives); the
+    // test lends it the public ones when the public data is there.
     if (fleetplan::testing::HaveSharedData()) {
       fs::create_directories(dir / "profiles");
-      std::error_code ec;
-      fs::create_directory_symlink(fleetplan::testing::SharedPath("profiles/llmservingsim/perf/RTX4090"),
-                                   dir / "profiles" / "RTX4090", ec);
+      for (const char* lent : {"llmservingsim/perf/RTX4090", "llmservingsim/perf/RTXPRO6000", "aiconfigurator"}) {
+        std::error_code ec;
+        fs::create_directory_symlink(fleetplan::testing::SharedPath(std::string("profiles/") + lent),
+                                     dir / "profiles" / fs::path(lent).filename(), ec);
+      }
     }
     for (const Block& b : blocks) {
       if (b.lang != "yaml") continue;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -29,6 +30,7 @@
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleetplan/perf/factory.h"
 
 namespace fleetplan {
 namespace {
@@ -1035,6 +1037,30 @@ const std::vector<NonConstant>& NonConstants() {
          ASSERT_NE(s, nullptr);
          EXPECT_FALSE(s->step_model.has_value());
          EXPECT_TRUE(HasNote(s->derived, "engine.step_model: roofline (not given)")) << JoinNotes(s->derived);
+       }},
+      // Not kept in Scenario: the step model's own keys are read when the run builds the
+      // model (perf/factory.cc); absent, a kernel-table model's collectives are alpha-beta.
+      {"engine.step_model.collectives", "alpha-beta", NonConstant::kNotStored,
+       [] {
+         // A one-op profile; TP 2 so the model has collectives to price.
+         namespace fs = std::filesystem;
+         const fs::path dir = fs::path(::testing::TempDir()) / "defaults_doc_kernel_table";
+         fs::create_directories(dir);
+         std::ofstream(dir / "dense.csv") << "layer,tokens,time_us\nqkv_proj,1,10\n";
+         std::ofstream(dir / "per_sequence.csv") << "layer,sequences,time_us\nlm_head,1,100\n";
+         std::ofstream(dir / "attention.csv")
+             << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n16,0,0,0,5\n0,0,1,16,3\n";
+         StepModelContext ctx;
+         ctx.memory.model = Catalog::Builtin().Model("llama-3.1-8b").value();
+         ctx.memory.layout.tp = 2;
+         ctx.tp_link = Catalog::Builtin().Link("nvlink4").value();
+         const auto doc = YamlDocument::LoadString("step_model: {kind: kernel-table, dir: " + dir.string() + "}\n",
+                                              "scenario.yaml");
+         ASSERT_TRUE(doc.ok()) << doc.status().message();
+         auto m = MakeStepCostModel(doc->root()["step_model"], ctx);
+         ASSERT_TRUE(m.ok()) << m.status().message();
+         EXPECT_EQ((*m)->Describe()["parallel_comm"]["source"], kAlphaBetaCollectives);
+         fs::remove_all(dir);
        }},
   };
   return list;

@@ -121,6 +121,107 @@ TEST_F(KernelTableTest, ExpertParallelPaysTheExchangePerMoeLayer) {
   EXPECT_EQ(c.gpu, Us(217) + Duration::Nanos(std::llround(2 * moe_ns)) + c.collectives);
 }
 
+// ---- tensor- and pipeline-parallel communication -----------------------------------
+
+ParallelLinks TpLinks(int64_t tp, bool peer_to_peer = true) {
+  ParallelLinks l;
+  l.tp = tp;
+  l.tp_link = LinkCost{16e9, Us(20)};
+  l.peer_to_peer = peer_to_peer;
+  return l;
+}
+
+TEST_F(KernelTableTest, TensorParallelAddsTwoAllReducesPerLayerAlphaBeta) {
+  auto t = KernelTables::Load(dir_.string(), 2);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  KernelModelShape shape = Shape(2);  // hidden 2048
+  shape.comm = ParallelComm(TpLinks(2), nullptr);
+  const KernelTableStepModel m(std::move(t).value(), shape);
+  const StepCost c = m.Cost(std::vector<StepChunk>{Decode(16)});
+  // One token: 1 x 2048 x 2 B = 4096 B per all-reduce; two P2P GPUs take vLLM's custom
+  // kernel, one stage: 20 us + 4096 B / 16 GB/s = 20.256 us; 2 per layer x 2 layers.
+  EXPECT_EQ(c.collectives, Ns(4 * 20'256));
+  // The tables' compute (138 us, OneDecodeIsTheSumOfItsKernels) plus the all-reduces.
+  EXPECT_EQ(c.gpu, Us(138) + Ns(4 * 20'256));
+  EXPECT_FALSE(c.extrapolated);
+}
+
+TEST_F(KernelTableTest, TensorParallelAllReducesFromTheVllmTable) {
+  Write("comm.csv",
+        "framework,version,device,op_name,kernel_source,allreduce_dtype,num_gpus,message_size,latency,backend\n"
+        "vLLM,0.24.0,GPU,all_reduce,vLLM_custom_graph,bfloat16,2,1024,0.004,vllm_graph\n"
+        "vLLM,0.24.0,GPU,all_reduce,vLLM_custom_graph,bfloat16,2,4096,0.006,vllm_graph\n");
+  auto tables = CollectiveTables::Load({(dir_ / "comm.csv").string()});
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  auto t = KernelTables::Load(dir_.string(), 2);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  KernelModelShape shape = Shape(2);
+  shape.comm = ParallelComm(TpLinks(2), std::make_shared<const CollectiveTables>(std::move(tables).value()));
+  const KernelTableStepModel m(std::move(t).value(), shape);
+  // Two decodes: T = 2 tokens, 2 x 2048 x 2 B = 8192 B = 4096 bf16 elements: the table's
+  // 0.006 ms row, 2 per layer x 2 layers; compute 218 us (InterpolatesLinearlyOnEveryAxis).
+  const StepCost c = m.Cost(std::vector<StepChunk>{Decode(16), Decode(32)});
+  EXPECT_EQ(c.collectives, Us(4 * 6));
+  EXPECT_EQ(c.gpu, Us(218 + 4 * 6));
+  // A step the table does not reach (T = 4: 16 KiB) follows the edge slope and says so.
+  EXPECT_TRUE(m.Cost(Decodes(4, 16)).extrapolated);
+}
+
+TEST_F(KernelTableTest, PipelineStagesHandOverHiddenStatesAndResidual) {
+  auto t = KernelTables::Load(dir_.string(), 1);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  KernelModelShape shape = Shape(2);
+  ParallelLinks links;
+  links.pp = 2;
+  links.pp_link = LinkCost{50e9, Us(2)};
+  shape.comm = ParallelComm(links, nullptr);
+  const KernelTableStepModel m(std::move(t).value(), shape);
+  const StepCost c = m.Cost(std::vector<StepChunk>{Decode(16)});
+  // One boundary, two tensors of 4096 B: 2 x (2 us + 4096 B / 50 GB/s = 2.08192 us -> 2082 ns).
+  EXPECT_EQ(c.collectives, Ns(2 * 2082));
+  EXPECT_EQ(c.gpu, Us(138) + Ns(2 * 2082));
+}
+
+TEST_F(KernelTableTest, FactoryChargesTpWithoutPeerToPeerThroughHostMemory) {
+  const Catalog& cat = Catalog::Builtin();
+  StepModelContext ctx;
+  ctx.memory.model = cat.Model("llama-3.1-8b").value();  // 32 layers, hidden 4096
+  ctx.memory.gpu = cat.Gpu("rtx4090").value();           // no peer-to-peer access
+  ctx.memory.layout = Parallelism{2, 1, 1};
+  ctx.tp_link = cat.Link("pcie4").value();                 // 32 GB/s, 1 us
+  ctx.pp_link = ctx.tp_link;
+  ctx.scenario_dir = dir_.parent_path().string();
+  const YamlDocument doc = perf_test::Yaml("step_model: {kind: kernel-table, dir: " + dir_.filename().string() +
+                                           ", collectives: alpha-beta}\n");
+  auto m = MakeStepCostModel(doc.root()["step_model"], ctx);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const StepCost c = (*m)->Cost(std::vector<StepChunk>{Decode(16)});
+  // 1 x 4096 x 2 B = 8192 B; no custom kernel without P2P: NCCL's ring through host memory
+  // (2 us per hop, 16 GB/s): 2 x 2 us + 2 x 1/2 x 8192 B / 16 GB/s = 4.512 us; x 2 x 32.
+  EXPECT_EQ(c.collectives, Ns(64 * 4512));
+  EXPECT_EQ(c.gpu, Us(528) + Ns(64 * 4512));  // 2 + 32 x 13 + 110 us of kernels
+}
+
+TEST_F(KernelTableTest, FactoryCollectiveSourceErrorsAreLocated) {
+  StepModelContext ctx;
+  ctx.memory.model = Catalog::Builtin().Model("llama-3.1-8b").value();
+  ctx.scenario_dir = dir_.parent_path().string();
+  const std::string head = "step_model: {kind: kernel-table, dir: " + dir_.filename().string() + ", collectives: ";
+  const auto error = [&](const std::string& tail) {
+    const YamlDocument doc = perf_test::Yaml(head + tail + "}\n");
+    auto m = MakeStepCostModel(doc.root()["step_model"], ctx);
+    EXPECT_FALSE(m.ok());
+    return m.ok() ? std::string() : m.status().message();
+  };
+  EXPECT_THAT(error("alphabeta"),
+              HasSubstr("step_model.collectives: expected 'alpha-beta' or {tables: [PATH, ...]}, got 'alphabeta'"));
+  EXPECT_THAT(error("{table: x.csv}"), HasSubstr("step_model.collectives: unknown field 'table'; did you mean 'tables'?"));
+  EXPECT_THAT(error("{tables: []}"), HasSubstr("step_model.collectives.tables: expected at least one"));
+  EXPECT_THAT(error("{tables: [missing.csv]}"),
+              HasSubstr("step_model.collectives.tables: " + (dir_.parent_path() / "missing.csv").string() +
+                        ": no such collective table file or folder"));
+}
+
 TEST_F(KernelTableTest, MissingTableIsAnError) {
   std::filesystem::remove(dir_ / "attention.csv");
   auto t = KernelTables::Load(dir_.string(), 1);

@@ -10,9 +10,13 @@
 //   roofline  {kind: roofline[, compute_efficiency, attention_efficiency, memory_efficiency]}
 //   table     {kind: table, file: path.csv[, extrapolate: false]}; a relative path resolves
 //             against the scenario file's folder
-//   kernel-table {kind: kernel-table, dir: profile/tp1}: per-layer kernel tables
-//             (perf/kernel_table.h); layers / experts from the model, ep from the layout,
-//             the EP exchange over tp_link; `dir` resolves like `file`
+//   kernel-table {kind: kernel-table, dir: profile/tp1[, collectives: alpha-beta |
+//             {tables: PATH | [PATH, ...]}]}: per-layer kernel tables (perf/kernel_table.h);
+//             layers / experts from the model, tp / pp / ep from the layout, the EP
+//             exchange and TP all-reduces over tp_link, PP send/recv over pp_link, peer-to-
+//             peer access from the GPU; collectives from measured tables
+//             (perf/collective_tables.h) where they state the curve, else alpha-beta;
+//             `dir` and table paths resolve like `file`
 // An unknown kind is a located error with did-you-mean and the valid names.
 //
 // CUDA graphs: when ctx.cuda_graphs is enabled the model is wrapped in GraphedStepModel
@@ -44,6 +48,9 @@ struct StepModelContext {
   std::string scenario_dir;  // folder of the scenario file ("" = current directory)
   CudaGraphPolicy cuda_graphs;  // engine.cuda_graphs; disabled = no decorator
 };
+
+// The default collective source of a kernel-table step model.
+inline constexpr const char* kAlphaBetaCollectives = "alpha-beta";
 
 // The valid `kind` names, sorted.
 const std::vector<std::string>& StepModelKinds();

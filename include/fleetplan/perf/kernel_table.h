@@ -34,7 +34,18 @@
 //
 //   ep_comm = AllGather(ep, T*ep*hidden*bytes) + ReduceScatter(ep, T*ep*hidden*bytes)
 //
-// counted in StepCost.collectives as well as in gpu.
+// With tp > 1 every layer also all-reduces its activations twice (after the attention
+// output projection and after the FFN down projection, kTpAllReducesPerLayer), and with
+// pp > 1 each of the pp - 1 stage boundaries hands over the hidden states and the residual
+// (kPpTensorsPerBoundary send/recv), priced by ParallelComm (perf/collective_tables.h:
+// measured collective tables where given, else alpha-beta over the run's links):
+//
+//   tp_comm = L * 2 * AllReduce(tp, T*hidden*bytes)
+//   pp_comm = (pp - 1) * 2 * SendRecv(T*hidden*bytes)
+//
+// The tables of a tp<N> folder are one rank's kernels (measured on one GPU with the
+// shapes divided by N) and hold no communication. Every communication term is counted in
+// StepCost.collectives as well as in gpu.
 //
 // Interpolation is linear in each axis between measured points (bilinear on 2-D
 // tables), as LLMServingSim does. Beyond the last measured point of any axis the edge
@@ -53,6 +64,7 @@
 
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
+#include "fleetplan/perf/collective_tables.h"
 #include "fleetplan/perf/collectives.h"
 #include "fleetplan/perf/step_cost.h"
 
@@ -101,6 +113,9 @@ struct KernelModelShape {
   int64_t hidden = 0;
   int64_t activation_bytes = 2;   // bf16 hidden states
   LinkCost ep_link;
+  // Tensor- and pipeline-parallel communication. REQUIRES when comm.links().tp > 1 or
+  // comm.links().pp > 1: hidden >= 1 (and the links ParallelLinks requires).
+  ParallelComm comm;
 };
 
 class KernelTableStepModel final : public StepCostModel {
@@ -119,6 +134,7 @@ class KernelTableStepModel final : public StepCostModel {
  private:
   double MoeNs(int64_t tokens, bool* outside) const;
   Duration EpExchange(int64_t tokens) const;  // both collectives of one MoE layer
+  Duration ParallelCommunication(int64_t tokens, bool* outside) const;  // TP + PP of one step
   StepCost CostOf(std::span<const StepChunk> chunks, StepPadding padding) const;
   KernelTables tables_;
   KernelModelShape shape_;
