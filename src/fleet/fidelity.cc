@@ -217,6 +217,26 @@ Status ReadLink(const std::string& dir, MeasuredRun* run) {
   return Status::Ok();
 }
 
+// Peer-to-peer access of the run's GPUs: the catalog GPU whose description begins with
+// the run's device name (vLLM's hardware.device_name, e.g. "NVIDIA GeForce RTX 4090");
+// assumed, and noted, when the device is unnamed or not in the catalog.
+void ReadPeerToPeer(MeasuredRun* run) {
+  run->peer_to_peer = true;
+  if (!run->gpu.empty()) {
+    for (const auto& [name, gpu] : Catalog::Builtin().gpus()) {
+      if (gpu.description.starts_with(run->gpu)) {
+        run->peer_to_peer = gpu.peer_to_peer;
+        run->notes.push_back(fmt::format("device {} is catalog GPU {}: {}", run->gpu, name,
+                                         gpu.peer_to_peer ? "peer-to-peer access"
+                                                          : "no peer-to-peer access (transfers staged through host memory)"));
+        return;
+      }
+    }
+  }
+  run->notes.push_back(fmt::format("device {} is not in the catalog: peer-to-peer access between its GPUs assumed",
+                                   run->gpu.empty() ? "(unnamed)" : run->gpu));
+}
+
 // Percentile with linear interpolation between closest ranks (numpy's default).
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -373,6 +393,17 @@ Expected<std::shared_ptr<const StepCostModel>> BuildModel(const MeasuredRun& run
     shape.hidden = model.hidden;
     shape.ep_link = LinkCost{run.link_bandwidth, run.link_latency};
   }
+  if (run.tp > 1) {
+    // TP all-reduces (two per layer) over the run's link between GPUs, alpha-beta; the
+    // GPUs' peer-to-peer access from the catalog GPU the run's device maps to.
+    ParallelLinks links;
+    links.tp = run.tp;
+    links.tp_link = LinkCost{run.link_bandwidth, run.link_latency};
+    links.tp_nvlink = false;  // LLMServingSim's runs are PCIe machines; the link is stated
+    links.peer_to_peer = run.peer_to_peer;
+    shape.hidden = model.hidden;
+    shape.comm = ParallelComm(links, nullptr);
+  }
   auto inner = std::make_unique<KernelTableStepModel>(std::move(tables), shape);
   return std::shared_ptr<const StepCostModel>(std::make_shared<ScaledStepModel>(std::move(inner), cal.gpu_time_scale));
 }
@@ -445,7 +476,8 @@ Expected<MeasuredRun> LoadMeasuredRun(const std::string& dir) {
   FP_RETURN_IF_ERROR(ReadMeta(dir, &run, &num_requests));
   FP_RETURN_IF_ERROR(ReadRequests(dir, num_requests, &run));
   FP_RETURN_IF_ERROR(ReadTicks(dir, &run));
-  if (run.ep > 1) FP_RETURN_IF_ERROR(ReadLink(dir, &run));
+  if (run.ep > 1 || run.tp > 1) FP_RETURN_IF_ERROR(ReadLink(dir, &run));
+  if (run.tp > 1) ReadPeerToPeer(&run);
   return run;
 }
 
@@ -547,6 +579,11 @@ std::vector<std::string> Notes(const MeasuredRun& run, const Replay& replay) {
   notes.push_back("prompts replayed as unique content: no prefix-cache hits (token ids not in the run directory)");
   if (run.dp > 1) notes.push_back("DP ranks simulated as independent replicas (no lock-step between ranks)");
   if (run.ep > 1) notes.push_back("EP exchange per MoE layer over " + run.link_source);
+  if (run.tp > 1) {
+    notes.push_back(fmt::format("TP: {} all-reduces of the layer's activations per layer over {} (alpha-beta, vLLM's "
+                                "choice of custom kernel or NCCL)",
+                                kTpAllReducesPerLayer, run.link_source));
+  }
   return notes;
 }
 

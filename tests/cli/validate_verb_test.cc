@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -242,6 +243,34 @@ TEST_F(UserRunDir, AProfileOfAnotherGpuThanTheRunNamesIsRefused) {
   const VerbRun assumed = Validate({Dir(), "--profile", Profile4090(), "--json"});
   ASSERT_EQ(assumed.code, 0) << assumed.err;
   EXPECT_THAT(assumed.out, HasSubstr("the profile's (NVIDIA GeForce RTX 4090) is assumed"));
+}
+
+TEST_F(UserRunDir, TensorParallelRunPaysItsAllReducesStagedOnAGeForce) {
+  FP_REQUIRE_SHARED_DATA();
+  const auto meta = [](int tp) {
+    return fmt::format(R"({{"model": "meta-llama/Llama-3.1-8B", "hardware": {{"device_name": "NVIDIA GeForce RTX 4090"}},
+        "num_requests": 3, "engine_kwargs": {{"tensor_parallel_size": {}, "max_num_seqs": 8,
+        "max_num_batched_tokens": 512}}, "kv_cache": {{"block_size": 16, "num_gpu_blocks": 1000}}}})",
+                       tp);
+  };
+  Write("meta.json", meta(1));
+  const VerbRun tp1 = Validate({Dir(), "--profile", Profile4090(), "--json"});
+  ASSERT_EQ(tp1.code, 0) << tp1.err;
+  // The same kernels at TP 2 (the tp1 folder named directly stands in for a tp2 one).
+  Write("meta.json", meta(2));
+  const VerbRun tp2 = Validate({Dir(), "--profile", Profile4090(), "--json"});
+  ASSERT_EQ(tp2.code, 0) << tp2.err;
+  const Json a = Json::parse(tp1.out);
+  const Json b = Json::parse(tp2.out);
+  EXPECT_FALSE(a["step_model"].contains("parallel_comm"));
+  const Json& comm = b["step_model"]["parallel_comm"];
+  EXPECT_EQ(comm["tp"], 2);
+  EXPECT_EQ(comm["peer_to_peer"], false);  // rtx4090 in the catalog
+  EXPECT_DOUBLE_EQ(comm["tp_link"]["bandwidth_gbps"].get<double>(), 64.0);  // no sim_cluster_config: pcie5
+  EXPECT_THAT(b["notes"].dump(), HasSubstr("device NVIDIA GeForce RTX 4090 is catalog GPU rtx4090: no peer-to-peer"));
+  EXPECT_THAT(b["notes"].dump(), HasSubstr("TP: 2 all-reduces of the layer's activations per layer"));
+  EXPECT_GT(b["metrics"]["e2e"]["predicted_ms"]["mean"].get<double>(),
+            a["metrics"]["e2e"]["predicted_ms"]["mean"].get<double>());
 }
 
 }  // namespace

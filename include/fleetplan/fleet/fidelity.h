@@ -57,11 +57,15 @@ struct MeasuredRun {
   int64_t max_num_batched_tokens = 0;
   int64_t block_size = 16;
   std::optional<int64_t> kv_blocks;  // meta.json kv_cache.num_gpu_blocks
-  // The link between GPUs (EP collectives): sim_cluster_config.json link_bw (GB/s) and
-  // link_latency (ns) when the run has that file, else the catalog's pcie5.
+  // The link between GPUs (EP collectives, TP all-reduces): sim_cluster_config.json
+  // link_bw (GB/s) and link_latency (ns) when the run has that file, else the catalog's
+  // pcie5. Read when ep > 1 or tp > 1.
   double link_bandwidth = 0;  // bytes/s
   Duration link_latency;
   std::string link_source;
+  // With tp > 1: whether the GPUs reach each other's memory directly, from the catalog GPU
+  // whose description begins with `gpu` (true, and noted, when none does).
+  bool peer_to_peer = true;
   std::vector<MeasuredRequest> requests;
   std::vector<MeasuredTick> ticks;
   std::vector<std::string> notes;
