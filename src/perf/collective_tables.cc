@@ -11,6 +11,7 @@
 
 #include "fleetplan/core/error.h"
 #include "perf/gzip_file.h"
+#include "perf/csv_fields.h"
 
 namespace fleetplan {
 
@@ -39,16 +40,6 @@ constexpr std::string_view kAicVllmHeader =
     "framework,version,device,op_name,kernel_source,allreduce_dtype,num_gpus,message_size,latency,backend";
 constexpr std::string_view kApexHeader = "gpu,num_nodes,num_gpus_per_node,dtype,size(kb),time(us)";
 
-std::vector<std::string_view> Split(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    out.push_back(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start));
-    if (comma == std::string_view::npos) return out;
-    start = comma + 1;
-  }
-}
 
 std::optional<CollectiveOp> OpOf(std::string_view name) {
   if (name == "all_reduce") return CollectiveOp::kAllReduce;
@@ -180,7 +171,7 @@ class FileParser {
   }
 
   Status Row(int line_no, std::string_view line, Accumulated* out) {
-    const std::vector<std::string_view> f = Split(line);
+    const std::vector<std::string_view> f = SplitCsvFields(line);
     if (f.size() != header_.size()) {
       return LocatedError(SourceLocation{path_, line_no, 1, std::string(line)}, "row",
                           fmt::format("expected {} fields, got {}", header_.size(), f.size()));
@@ -342,7 +333,7 @@ Expected<CollectiveTables> CollectiveTables::Load(const std::vector<std::string>
                                       kAicNcclHeader, kAicVllmHeader, kApexHeader));
     }
     Accumulated acc;
-    FileParser parser(path, *format, Split(first));
+    FileParser parser(path, *format, SplitCsvFields(first));
     FP_RETURN_IF_ERROR(parser.Parse(text, &acc));
     t.files_.push_back(path);
     for (const auto& [key, points] : acc.points) {

@@ -13,6 +13,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/limits.h"
 #include "perf/gzip_file.h"
+#include "perf/csv_fields.h"
 
 namespace fleetplan {
 
@@ -38,16 +39,6 @@ struct CsvRow {
   std::vector<double> values;
 };
 
-std::vector<std::string_view> Split(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    out.push_back(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start));
-    if (comma == std::string_view::npos) return out;
-    start = comma + 1;
-  }
-}
 
 // Parses `text` whose header must be `header`; with `labelled` the first column is text.
 Expected<std::vector<CsvRow>> ParseCsv(const std::string& path, std::string_view text,
@@ -55,7 +46,7 @@ Expected<std::vector<CsvRow>> ParseCsv(const std::string& path, std::string_view
   std::vector<CsvRow> rows;
   size_t pos = 0;
   int line_no = 0;
-  const size_t columns = Split(header).size();
+  const size_t columns = SplitCsvFields(header).size();
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -69,7 +60,7 @@ Expected<std::vector<CsvRow>> ParseCsv(const std::string& path, std::string_view
       continue;
     }
     if (line.empty()) continue;
-    const std::vector<std::string_view> fields = Split(line);
+    const std::vector<std::string_view> fields = SplitCsvFields(line);
     if (fields.size() != columns) {
       return LocatedError(where, "row", fmt::format("expected {} fields ({}), got {}", columns, header, fields.size()));
     }
@@ -84,7 +75,7 @@ Expected<std::vector<CsvRow>> ParseCsv(const std::string& path, std::string_view
         const auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
         if (f.empty() || ec != std::errc() || ptr != f.data() + f.size() || !std::isfinite(v) || v < 0 ||
             v > kMaxKernelUs) {
-          return LocatedError(SourceLocation{path, line_no, column, std::string(line)}, Split(header)[k],
+          return LocatedError(SourceLocation{path, line_no, column, std::string(line)}, SplitCsvFields(header)[k],
                               fmt::format("expected a number in [0, {}], got '{}'", kMaxKernelUs, f));
         }
         row.values.push_back(v);
