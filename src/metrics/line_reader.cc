@@ -14,7 +14,7 @@ Expected<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) 
   if (!reader->file_) {
     return InvalidInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   }
-  reader->buffer_.resize(kChunkBytes);
+  reader->buffer_.resize(kFirstChunkBytes);
   return reader;
 }
 
@@ -24,7 +24,10 @@ bool LineReader::Refill() {
   if (begin_ > 0 && tail > 0) std::memmove(buffer_.data(), buffer_.data() + begin_, tail);
   begin_ = 0;
   end_ = tail;
-  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  // Grow when one line fills the buffer, and after each read until reads are kChunkBytes.
+  if (end_ == buffer_.size() || (read_once_ && buffer_.size() < kChunkBytes)) {
+    buffer_.resize(buffer_.size() * 2);
+  }
   const size_t got = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, file_.get());
   if (got == 0) {
     if (std::ferror(file_.get())) {
@@ -35,6 +38,7 @@ bool LineReader::Refill() {
   }
   digest_.Update(std::string_view(buffer_.data() + end_, got));
   end_ += got;
+  read_once_ = true;
   return true;
 }
 

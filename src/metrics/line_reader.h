@@ -37,7 +37,10 @@ class LineReader {
   bool Refill();
   void SkipBom(std::string_view* line) const;
 
-  static constexpr size_t kChunkBytes = 1 << 20;  // 1 MiB reads: few syscalls, small memory
+  // Reads start at kFirstChunkBytes and double up to kChunkBytes: a small file costs a
+  // small buffer (not a zeroed MiB), a large one is read in 1 MiB reads (few syscalls).
+  static constexpr size_t kFirstChunkBytes = size_t{16} << 10;
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
 
   std::string path_;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_{nullptr, &std::fclose};
@@ -45,6 +48,7 @@ class LineReader {
   size_t begin_ = 0;  // first unread byte in buffer_
   size_t end_ = 0;    // one past the last valid byte
   bool eof_ = false;
+  bool read_once_ = false;  // a read has returned bytes
   bool unterminated_ = false;
   int64_t line_number_ = 0;
   Sha256Stream digest_;

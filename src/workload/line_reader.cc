@@ -1,12 +1,13 @@
 #include "workload/line_reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 namespace fleetplan::workload_internal {
 
 LineReader::LineReader(std::unique_ptr<std::istream> in, std::string display_name)
-    : in_(std::move(in)), display_name_(std::move(display_name)), buffer_(kChunkBytes) {}
+    : in_(std::move(in)), display_name_(std::move(display_name)), buffer_(kFirstChunkBytes) {}
 
 bool LineReader::Fill() {
   if (eof_) return false;
@@ -15,7 +16,8 @@ bool LineReader::Fill() {
     end_ -= begin_;
     begin_ = 0;
   }
-  if (buffer_.size() - end_ < kChunkBytes) buffer_.resize(end_ + kChunkBytes);
+  if (buffer_.size() - end_ < read_bytes_) buffer_.resize(end_ + read_bytes_);
+  read_bytes_ = std::min(read_bytes_ * 2, kChunkBytes);
   in_->read(buffer_.data() + end_, static_cast<std::streamsize>(buffer_.size() - end_));
   const auto got = static_cast<size_t>(in_->gcount());
   if (in_->bad()) io_error_ = true;

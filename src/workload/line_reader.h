@@ -40,7 +40,9 @@ class LineReader {
   bool Fill();  // reads more bytes behind the unread ones; false at end of input
 
   // Chunk size of reads: large enough to amortise stream calls, small enough to stay
-  // in cache.
+  // in cache. Reads start at kFirstChunkBytes and double up to it, so a small stream
+  // costs a small buffer instead of a zeroed MiB.
+  static constexpr size_t kFirstChunkBytes = size_t{16} << 10;
   static constexpr size_t kChunkBytes = size_t{1} << 20;
 
   std::unique_ptr<std::istream> in_;
@@ -48,6 +50,7 @@ class LineReader {
   std::vector<char> buffer_;
   size_t begin_ = 0;  // first unread byte
   size_t end_ = 0;    // one past the last byte read
+  size_t read_bytes_ = kFirstChunkBytes;  // size of the next read
   bool eof_ = false;
   bool io_error_ = false;
   int64_t line_number_ = 0;
