@@ -11,17 +11,17 @@
 // Sweep specs arrive the same way ("path" or "text"). The GIL is released while
 // scenarios and specs are read, bound and simulated, and while verbs run; a sweep's points
 // run on its own threads.
-#include <algorithm>
-#include <optional>
-#include <sstream>
-#include <thread>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli/verbs.h"
 #include "errors.h"
@@ -88,9 +88,9 @@ std::optional<Duration> DurationArg(const py::object& v) {
     return *d;
   }
   if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr()))) {
-    RaiseStatus(LocatedError(SourceLocation{}, "duration",
-                             "expected a duration with a unit ('2m') or seconds as a number, got " +
-                                 py::repr(v).cast<std::string>()));
+    RaiseStatus(LocatedError(
+        SourceLocation{}, "duration",
+        "expected a duration with a unit ('2m') or seconds as a number, got " + py::repr(v).cast<std::string>()));
   }
   const double seconds = v.cast<double>();
   if (!(seconds >= 0) || seconds > 1e9) {
@@ -130,22 +130,29 @@ py::dict SimulateScenario(const ScenarioSource& source, std::optional<uint64_t> 
 // `jobs` threads run the points (0: every hardware thread); the bytes are the same for any.
 // With `out`, also writes OUT/sweep.json and OUT/sweep.csv, as the CLI does.
 std::string SweepSpecJson(const ScenarioSource& source, int jobs, const std::optional<std::string>& out) {
-  if (jobs < 0) RaiseStatus(LocatedError(SourceLocation{}, "jobs", fmt::format("expected a number of threads >= 1, got {}", jobs)));
+  if (jobs < 0)
+    RaiseStatus(LocatedError(SourceLocation{}, "jobs", fmt::format("expected a number of threads >= 1, got {}", jobs)));
   Expected<std::string> text = InternalError("not run");
   {
     py::gil_scoped_release nogil;
     text = [&]() -> Expected<std::string> {
-      FP_ASSIGN_OR_RETURN(SweepSpec spec, source.kind == "path" ? LoadSweepSpec(source.value)
-                                                               : LoadSweepSpecText(source.value, source.display_name,
-                                                                                   source.dir));
+      FP_ASSIGN_OR_RETURN(SweepSpec spec, source.kind == "path"
+                                              ? LoadSweepSpec(source.value)
+                                              : LoadSweepSpecText(source.value, source.display_name, source.dir));
       const int threads = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      std::vector<Json> rows = RunSweepPoints(spec, ShardIndices(spec, Shard{}), threads);
-      FP_ASSIGN_OR_RETURN(Json sweep, SummarizeSweep(spec.Describe(), std::move(rows)));
+      FP_ASSIGN_OR_RETURN(std::unique_ptr<JsonSpool> rows, JsonSpool::Create(spec.points()));
+      FP_RETURN_IF_ERROR(RunSweepPoints(spec, ShardIndices(spec, Shard{}), threads, *rows));
+      FP_ASSIGN_OR_RETURN(const SweepResult sweep, SummarizeSweep(spec.Describe(), std::move(rows)));
       if (out) {
         FP_ASSIGN_OR_RETURN(const std::vector<std::string> written, WriteSweep(sweep, *out));
         (void)written;
       }
-      return PrettyJson(sweep);
+      std::string json;
+      FP_RETURN_IF_ERROR(sweep.WriteJson([&json](std::string_view piece) {
+        json += piece;
+        return Status::Ok();
+      }));
+      return json;
     }();
   }
   return ValueOrRaise(std::move(text));
@@ -189,12 +196,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("check_scenario", [](std::string kind, std::string value, std::string name, std::string dir) {
     return CheckScenario(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)));
   });
-  m.def("simulate",
-        [](std::string kind, std::string value, std::string name, std::string dir, std::optional<uint64_t> seed,
-           std::optional<int64_t> requests, const py::object& duration) {
-          return SimulateScenario(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)), seed,
-                                  requests, duration);
-        });
+  m.def("simulate", [](std::string kind, std::string value, std::string name, std::string dir,
+                       std::optional<uint64_t> seed, std::optional<int64_t> requests, const py::object& duration) {
+    return SimulateScenario(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)), seed, requests,
+                            duration);
+  });
   m.def("sweep", [](std::string kind, std::string value, std::string name, std::string dir, int jobs,
                     std::optional<std::string> out) {
     return SweepSpecJson(Source(std::move(kind), std::move(value), std::move(name), std::move(dir)), jobs, out);

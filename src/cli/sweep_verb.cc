@@ -1,23 +1,26 @@
 // `fleetplan sweep SPEC.yaml` and `fleetplan sweep merge DIR... --out DIR`: many
 // simulations over the axes of a spec, on threads, MPI ranks or shards (sweep/sweep.h).
 // Parses, calls libfleetplan, prints.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/output_file.h"
 #include "fleetplan/core/progress.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/report/sweep_page.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/spec.h"
+#include "fleetplan/sweep/spool.h"
 #include "fleetplan/sweep/summary.h"
 #include "fleetplan/sweep/sweep.h"
 
@@ -39,30 +42,45 @@ struct SweepFlags {
 
 constexpr const char* kPartialFile = "sweep-partial.json";
 
-int DefaultJobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int DefaultJobs() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
-Status Finish(const Json& sweep, const std::string& dir, bool json, bool html, std::ostream& out) {
+// The page shows this many configurations at most (all of them are in sweep.json and
+// sweep.csv): a table of 10^5 rows is no page anyone reads, and the page is rendered in
+// memory.
+constexpr int64_t kPageConfigurations = 1000;
+constexpr int64_t kPageCurves = 16;
+
+TextSink StreamSink(std::ostream& out) {
+  return [&out](std::string_view text) {
+    out << text;
+    return out ? Status::Ok() : InvalidInput("cannot write to standard output");
+  };
+}
+
+Status Finish(const SweepResult& sweep, const std::string& dir, bool json, bool html, std::ostream& out) {
   FP_ASSIGN_OR_RETURN(std::vector<std::string> files, WriteSweep(sweep, dir));
   const std::string page = dir + "/sweep.html";
   if (html) {
-    FP_RETURN_IF_ERROR(WriteFileAtomic(page, report::SweepHtml(sweep)));
+    FP_ASSIGN_OR_RETURN(const Json view, sweep.PageView(kPageConfigurations, kPageCurves));
+    FP_RETURN_IF_ERROR(WriteFileAtomic(page, report::SweepHtml(view)));
     files.push_back(page);
   } else {
     std::vector<std::string> removed;
     FP_RETURN_IF_ERROR(RemoveStaleOutput(page, false, &removed));
   }
   if (json) {
-    FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(sweep));
-    out << text;
+    FP_RETURN_IF_ERROR(sweep.WriteJson(StreamSink(out)));
   } else {
-    out << SweepText(sweep);
+    FP_RETURN_IF_ERROR(sweep.WriteText(StreamSink(out)));
     out << fmt::format("wrote {}\n", fmt::join(files, ", "));
   }
-  const int64_t failed = sweep["counts"]["failed"].get<int64_t>();
+  const int64_t failed = sweep.failed();
   if (failed > 0) {
     return Status(StatusCode::kCheckFailed,
-                  fmt::format("{} point{} failed while simulating; their errors are in {}/sweep.json (`reason`)", failed,
-                              failed == 1 ? "" : "s", dir));
+                  fmt::format("{} point{} failed while simulating; their errors are in {}/sweep.json (`reason`)",
+                              failed, failed == 1 ? "" : "s", dir));
   }
   return Status::Ok();
 }
@@ -88,48 +106,46 @@ Status RunSweep(const SweepFlags& f, std::ostream& out, std::ostream& err) {
   const std::vector<int64_t> indices = ShardIndices(spec, shard);
   std::optional<Progress> progress;
   if (leader) {
-    progress.emplace(err, sharded ? fmt::format("sweep {} shard {}", spec.name, f.shard) : "sweep " + spec.name, "points",
-                     static_cast<int64_t>(indices.size()), ProgressFor(f.quiet));
+    progress.emplace(err, sharded ? fmt::format("sweep {} shard {}", spec.name, f.shard) : "sweep " + spec.name,
+                     "points", static_cast<int64_t>(indices.size()), ProgressFor(f.quiet));
   }
   const PointDoneFn on_done = [&](int64_t done, int64_t failed) {
     if (progress) progress->Update(done, failed);
   };
-  std::vector<Json> rows;
+  // Rows go to a spool on disk as points complete (only the leader keeps them).
+  std::unique_ptr<JsonSpool> rows;
+  if (leader) {
+    FP_ASSIGN_OR_RETURN(rows, JsonSpool::Create(spec.points()));
+  }
   if (f.mpi) {
-    FP_ASSIGN_OR_RETURN(std::optional<std::vector<Json>> got, RunSweepPointsMpi(spec, indices, on_done));
-    if (!got) return Status::Ok();  // a worker rank: rank 0 writes the result
-    rows = std::move(*got);
+    FP_RETURN_IF_ERROR(RunSweepPointsMpi(spec, indices, rows.get(), on_done));
+    if (!leader) return Status::Ok();  // a worker rank: rank 0 writes the result
   } else {
-    rows = RunSweepPoints(spec, indices, f.jobs == 0 ? DefaultJobs() : f.jobs, on_done);
+    FP_RETURN_IF_ERROR(RunSweepPoints(spec, indices, f.jobs == 0 ? DefaultJobs() : f.jobs, *rows, on_done));
   }
   if (progress) progress->Finish();
 
   if (sharded) {
-    const Json partial = PartialJson(spec, shard, std::move(rows));
-    FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(partial));
     const std::string path = dir + "/" + kPartialFile;
-    FP_RETURN_IF_ERROR(WriteFileAtomic(path, text));
-    out << fmt::format("shard {}: {} of {} points -> {}\ncombine the shards with `fleetplan sweep merge DIR... --out DIR`\n",
-                       f.shard, indices.size(), spec.points(), path);
+    FP_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Open(path));
+    FP_RETURN_IF_ERROR(WritePartial(spec, shard, *rows, file->Sink()));
+    FP_RETURN_IF_ERROR(file->Commit());
+    out << fmt::format(
+        "shard {}: {} of {} points -> {}\ncombine the shards with `fleetplan sweep merge DIR... --out DIR`\n", f.shard,
+        indices.size(), spec.points(), path);
     return Status::Ok();
   }
-  FP_ASSIGN_OR_RETURN(Json sweep, SummarizeSweep(spec.Describe(), std::move(rows)));
+  FP_ASSIGN_OR_RETURN(SweepResult sweep, SummarizeSweep(spec.Describe(), std::move(rows)));
   return Finish(sweep, dir, f.json, !f.no_html, out);
 }
 
 Status RunMerge(const SweepFlags& f, std::ostream& out) {
   if (f.merge_out.empty()) return UsageError("sweep merge: --out DIR is required (where sweep.json goes)");
-  std::vector<Json> partials;
-  std::vector<std::string> names;
+  std::vector<std::string> paths;
   for (const std::string& d : f.merge_dirs) {
-    const std::string path = std::filesystem::is_directory(d) ? d + "/" + kPartialFile : d;
-    FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-    Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidInput(fmt::format("{}: not valid JSON (a partial sweep result?)", path));
-    partials.push_back(std::move(j));
-    names.push_back(path);
+    paths.push_back(std::filesystem::is_directory(d) ? d + "/" + kPartialFile : d);
   }
-  FP_ASSIGN_OR_RETURN(Json sweep, MergePartials(partials, names));
+  FP_ASSIGN_OR_RETURN(SweepResult sweep, MergePartials(paths));
   return Finish(sweep, f.merge_out, f.json, !f.no_html, out);
 }
 
@@ -144,7 +160,8 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action) {
       "configuration per objective and the Pareto front (format: docs/sweep.md).");
   sub->add_option("spec", flags->spec, "Sweep spec YAML (version 1)");
   sub->add_option("--out", flags->out, "Output folder (default: out/sweep-<spec name>)");
-  sub->add_option("--jobs", flags->jobs, "Threads running points (default: every hardware thread); output is the same for any N");
+  sub->add_option("--jobs", flags->jobs,
+                  "Threads running points (default: every hardware thread); output is the same for any N");
   sub->add_flag("--mpi", flags->mpi, "Run points across MPI ranks (under mpirun); rank 0 writes the result");
   sub->add_option("--shard", flags->shard, "Run only the points with index = I (mod N) and write a partial result");
   sub->add_flag("--json", flags->json, "Print sweep.json to stdout instead of the table");
@@ -160,9 +177,11 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action) {
       "Examples:\n"
       "  fleetplan sweep replicas.yaml --out out/replicas --jobs 2\n"
       "  mpirun -n 4 fleetplan sweep replicas.yaml --mpi --out out/replicas\n"
-      "  fleetplan sweep replicas.yaml --shard 0/2 --out out/s0 && fleetplan sweep replicas.yaml --shard 1/2 --out out/s1\n"
+      "  fleetplan sweep replicas.yaml --shard 0/2 --out out/s0 && fleetplan sweep replicas.yaml --shard 1/2 --out "
+      "out/s1\n"
       "  fleetplan sweep merge out/s0 out/s1 --out out/replicas");
-  CLI::App* merge = sub->add_subcommand("merge", "Combine the partial results of every shard of one spec into sweep.json");
+  CLI::App* merge =
+      sub->add_subcommand("merge", "Combine the partial results of every shard of one spec into sweep.json");
   merge->add_option("dirs", flags->merge_dirs, "Folders (or sweep-partial.json files) of the shards")->required();
   merge->add_option("--out", flags->merge_out, "Output folder")->required();
   merge->add_flag("--json", flags->json, "Print sweep.json to stdout instead of the table");
@@ -172,9 +191,8 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action) {
       "The result is byte-identical to running the whole sweep at once.\n"
       "Example:\n"
       "  fleetplan sweep merge out/s0 out/s1 out/s2 --out out/sweep");
-  merge->callback([flags, &action] {
-    action = [flags](std::ostream& out, std::ostream&) { return RunMerge(*flags, out); };
-  });
+  merge->callback(
+      [flags, &action] { action = [flags](std::ostream& out, std::ostream&) { return RunMerge(*flags, out); }; });
   sub->callback([flags, merge, &action] {
     if (merge->parsed()) return;
     action = [flags](std::ostream& out, std::ostream& err) {

@@ -1,6 +1,7 @@
 #include "fleetplan/core/json.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,8 +15,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "core/utf8.h"
 #include "fleetplan/core/output_file.h"
@@ -106,12 +105,29 @@ Expected<std::string> Dump(const Json& value, int indent) {
 
 }  // namespace
 
-Expected<std::string> CanonicalJson(const Json& value) { return Dump(value, -1); }
+Expected<std::string> CanonicalJson(const Json& value) {
+  return Dump(value, -1);
+}
 
 Expected<std::string> PrettyJson(const Json& value) {
   FP_ASSIGN_OR_RETURN(std::string text, Dump(value, 2));
   text += '\n';
   return text;
+}
+
+Expected<std::string> PrettyJsonAtDepth(const Json& value, int depth) {
+  FP_ASSERT(depth >= 0);
+  FP_ASSIGN_OR_RETURN(std::string text, Dump(value, 2));
+  if (depth == 0) return text;
+  // A string never holds a raw newline (it is escaped), so every '\n' is nlohmann's own.
+  const std::string indent(static_cast<size_t>(2 * depth), ' ');
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += indent;
+  }
+  return out;
 }
 
 double RoundForReport(double v, int digits) {
@@ -127,7 +143,9 @@ double RoundForReport(double v, int digits) {
   return rounded == 0.0 ? 0.0 : rounded;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& text) { return WriteOutputFile(path, text); }
+Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  return WriteOutputFile(path, text);
+}
 
 Expected<std::string> ReadFile(const std::string& path) {
   const auto fail = [&](int err) {

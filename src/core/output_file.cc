@@ -1,6 +1,7 @@
 #include "fleetplan/core/output_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,12 +16,12 @@
 #include <string_view>
 #include <system_error>
 
-#include <fmt/format.h>
-
 namespace fleetplan {
 namespace {
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
+std::string ErrnoText(int err) {
+  return std::generic_category().message(err);
+}
 
 // Writes all of `text`; fsyncs when `sync` (regular files only: a FIFO or a device
 // cannot be synced). Returns the errno of the failure, 0 on success.
@@ -53,25 +54,6 @@ int OpenTemp(const std::string& path, std::string& temp) {
   return -1;
 }
 
-int WriteThrough(const std::string& path, std::string_view text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return errno;
-  int err = WriteAll(fd, text, /*sync=*/false);
-  if (::close(fd) != 0 && err == 0) err = errno;
-  return err;
-}
-
-int Replace(const std::string& path, std::string_view text) {
-  std::string temp;
-  const int fd = OpenTemp(path, temp);
-  if (fd < 0) return errno;
-  int err = WriteAll(fd, text, /*sync=*/true);
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) ::unlink(temp.c_str());
-  return err;
-}
-
 }  // namespace
 
 Expected<OutputTarget> ResolveOutput(const std::string& path) {
@@ -94,31 +76,99 @@ Expected<OutputTarget> ResolveOutput(const std::string& path) {
   return target;
 }
 
-Status WriteOutputFile(const std::string& path, std::string_view text) {
+Expected<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& path) {
   FP_ASSIGN_OR_RETURN(const OutputTarget target, ResolveOutput(path));
-  int err = 0;
+  const auto fail = [&](const std::string& why) {
+    return InvalidInput(fmt::format("cannot write '{}': {}", path, why));
+  };
+  int fd = -1;
+  std::string temp;
   switch (target.kind) {
     case OutputTarget::Kind::kStdout:
-      std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
-      std::cout.flush();
-      if (!std::cout) err = EIO;
       break;
     case OutputTarget::Kind::kWriteThrough:
-      err = WriteThrough(target.path, text);
+      fd = ::open(target.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+      if (fd < 0) return fail(ErrnoText(errno));
       break;
     case OutputTarget::Kind::kReplace: {
       const std::filesystem::path parent = std::filesystem::path(target.path).parent_path();
       if (!parent.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(parent, ec);
-        if (ec) return InvalidInput(fmt::format("cannot write '{}': {}", path, ec.message()));
+        if (ec) return fail(ec.message());
       }
-      err = Replace(target.path, text);
+      fd = OpenTemp(target.path, temp);
+      if (fd < 0) return fail(ErrnoText(errno));
       break;
     }
   }
-  if (err != 0) return InvalidInput(fmt::format("cannot write '{}': {}", path, ErrnoText(err)));
+  return std::unique_ptr<OutputFile>(new OutputFile(path, target, fd, std::move(temp)));
+}
+
+OutputFile::OutputFile(std::string path, OutputTarget target, int fd, std::string temp)
+    : path_(std::move(path)), target_(std::move(target)), fd_(fd), temp_(std::move(temp)) {}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+Status OutputFile::Fail(int err) {
+  spent_ = true;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+  temp_.clear();
+  return InvalidInput(fmt::format("cannot write '{}': {}", path_, ErrnoText(err)));
+}
+
+Status OutputFile::Flush() {
+  if (buffer_.empty()) return Status::Ok();
+  if (target_.kind == OutputTarget::Kind::kStdout) {
+    std::cout.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
+    if (!std::cout) return Fail(EIO);
+    return Status::Ok();
+  }
+  const int err = WriteAll(fd_, buffer_, /*sync=*/false);
+  buffer_.clear();
+  if (err != 0) return Fail(err);
   return Status::Ok();
+}
+
+Status OutputFile::Write(std::string_view text) {
+  FP_ASSERT(!spent_);
+  constexpr std::size_t kBufferBytes = std::size_t{64} << 10;
+  buffer_.append(text);
+  if (buffer_.size() >= kBufferBytes) return Flush();
+  return Status::Ok();
+}
+
+Status OutputFile::Commit() {
+  FP_ASSERT(!spent_);
+  FP_RETURN_IF_ERROR(Flush());
+  spent_ = true;
+  if (target_.kind == OutputTarget::Kind::kStdout) {
+    std::cout.flush();
+    if (!std::cout) return Fail(EIO);
+    return Status::Ok();
+  }
+  const bool replace = target_.kind == OutputTarget::Kind::kReplace;
+  if (replace && ::fsync(fd_) != 0) return Fail(errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return Fail(errno);
+  if (replace) {
+    if (::rename(temp_.c_str(), target_.path.c_str()) != 0) return Fail(errno);
+    temp_.clear();
+  }
+  return Status::Ok();
+}
+
+Status WriteOutputFile(const std::string& path, std::string_view text) {
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Open(path));
+  FP_RETURN_IF_ERROR(file->Write(text));
+  return file->Commit();
 }
 
 std::string ScratchPathFor(std::string_view purpose) {

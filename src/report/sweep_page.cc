@@ -1,9 +1,9 @@
 #include "fleetplan/report/sweep_page.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "fleetplan/report/svg.h"
 #include "report/json_view.h"
@@ -22,7 +22,9 @@ std::string ValuesText(const Json& values) {
   return out;
 }
 
-const Json& Mean(const Json& config, const std::string& figure) { return Get(Get(Get(config, "figures"), figure), "mean"); }
+const Json& Mean(const Json& config, const std::string& figure) {
+  return Get(Get(Get(config, "figures"), figure), "mean");
+}
 
 std::string FirstTarget(const Json& s) {
   const Json& order = Get(Get(s, "spec"), "target_order");
@@ -31,17 +33,28 @@ std::string FirstTarget(const Json& s) {
 
 std::string Summary(const Json& s) {
   const Json& counts = Get(s, "counts");
-  std::string out = Para(fmt::format("{} points: {} ok, {} invalid, {} failed. Targets ({}): {}.",
-                                     N(Get(Get(s, "spec"), "points"), 9), N(Get(counts, "ok"), 9),
-                                     N(Get(counts, "invalid"), 9), N(Get(counts, "failed"), 9),
-                                     Plain(Get(Get(s, "spec"), "targets_source")), Plain(Get(Get(s, "spec"), "targets"))));
+  std::string out = Para(
+      fmt::format("{} points: {} ok, {} invalid, {} failed. Targets ({}): {}.", N(Get(Get(s, "spec"), "points"), 9),
+                  N(Get(counts, "ok"), 9), N(Get(counts, "invalid"), 9), N(Get(counts, "failed"), 9),
+                  Plain(Get(Get(s, "spec"), "targets_source")), Plain(Get(Get(s, "spec"), "targets"))));
   std::vector<std::vector<std::string>> rows;
   for (const auto& [objective, b] : Get(s, "best").items()) {
     rows.push_back({HtmlEscape(objective), Text(Get(b, "verdict")), N(Get(b, "configuration"), 9),
                     HtmlEscape(ValuesText(Get(b, "values"))), N(Get(b, "gpus"), 9), N(Get(Get(b, "value"), "mean"), 4),
                     Text(Get(b, "tied_with")), Text(Get(b, "objective"))});
   }
-  return out + HtmlTable({"objective", "verdict", "configuration", "values", "GPUs", "value", "tied with", "rule"}, rows);
+  return out +
+         HtmlTable({"objective", "verdict", "configuration", "values", "GPUs", "value", "tied with", "rule"}, rows);
+}
+
+// With more configurations than a page holds, the page view (SweepResult::PageView) keeps
+// the first ones and says of how many; sweep.json and sweep.csv hold them all.
+std::string ShownNote(const Json& s) {
+  const Json& shown = Get(s, "shown");
+  if (!Get(shown, "configurations").is_number_integer() || !Get(shown, "of").is_number_integer()) return "";
+  if (Get(shown, "configurations").get<int64_t>() >= Get(shown, "of").get<int64_t>()) return "";
+  return Para(fmt::format("The first {} of {} configurations; every one is in sweep.json and sweep.csv.",
+                          N(Get(shown, "configurations"), 9), N(Get(shown, "of"), 9)));
 }
 
 std::string Configurations(const Json& s) {
@@ -54,9 +67,9 @@ std::string Configurations(const Json& s) {
                     Get(c, "meets_slo").is_boolean() ? (Get(c, "meets_slo").get<bool>() ? "yes" : "no") : "-",
                     HtmlEscape(ValuesText(Get(c, "values")))});
   }
-  return HtmlTable({"configuration", "GPUs", "goodput/s", "goodput/GPU", cls + " TTFT p99 ms", "max rate/s", "meets",
-                    "values"},
-                   rows);
+  return ShownNote(s) + HtmlTable({"configuration", "GPUs", "goodput/s", "goodput/GPU", cls + " TTFT p99 ms",
+                                   "max rate/s", "meets", "values"},
+                                  rows);
 }
 
 std::string Pareto(const Json& s) {
@@ -67,14 +80,15 @@ std::string Pareto(const Json& s) {
   for (const Json& c : Get(s, "configurations")) {
     all.x.push_back(Num(Mean(c, x_key)));
     all.y.push_back(Num(Mean(c, y_key)));
-    all.point_labels.push_back(fmt::format("configuration {}: {}", N(Get(c, "configuration"), 9), ValuesText(Get(c, "values"))));
+    all.point_labels.push_back(
+        fmt::format("configuration {}: {}", N(Get(c, "configuration"), 9), ValuesText(Get(c, "values"))));
   }
   Line front{"Pareto front", {}, {}, 0, false, false, true, false, {}};
   std::vector<std::pair<double, std::pair<double, std::string>>> pts;
   for (const Json& f : Get(p, "front")) {
     pts.push_back({Num(Get(f, "goodput_per_gpu")),
-                   {Num(Get(f, "ttft_p99_ms")), fmt::format("configuration {}: {}", N(Get(f, "configuration"), 9),
-                                                            ValuesText(Get(f, "values")))}});
+                   {Num(Get(f, "ttft_p99_ms")),
+                    fmt::format("configuration {}: {}", N(Get(f, "configuration"), 9), ValuesText(Get(f, "values")))}});
   }
   std::sort(pts.begin(), pts.end());
   for (const auto& [x, rest] : pts) {
@@ -85,9 +99,10 @@ std::string Pareto(const Json& s) {
   ChartFrame frame{fmt::format("{} against {}", y_key, x_key), "goodput per GPU (req/s)",
                    Text(Get(p, "class")) + " TTFT p99 (ms)"};
   const std::vector<Line> lines = {all, front};
-  return Para("Every configuration is a dot; the front joins those no other configuration beats on both axes (more "
-              "goodput per GPU, lower tail latency). Hover a dot for its values.") +
-         Charts({LineChart(frame, lines)});
+  return Para(
+             "Every configuration is a dot; the front joins those no other configuration beats on both axes (more "
+             "goodput per GPU, lower tail latency). Hover a dot for its values.") +
+         ShownNote(s) + Charts({LineChart(frame, lines)});
 }
 
 std::string MaxRate(const Json& s) {
@@ -110,8 +125,7 @@ std::string MaxRate(const Json& s) {
       probes.push_back({Num(Get(p, "rate_per_s")), Num(Get(Get(p, "attainment"), cls))});
     }
     std::sort(probes.begin(), probes.end());
-    Line l{fmt::format("cfg {}", config), {}, {},
-           static_cast<int>(lines.size()), false, false, true, false, {}};
+    Line l{fmt::format("cfg {}", config), {}, {}, static_cast<int>(lines.size()), false, false, true, false, {}};
     for (const auto& [rate, att] : probes) {
       l.x.push_back(rate);
       l.y.push_back(att);
@@ -132,10 +146,14 @@ std::string MaxRate(const Json& s) {
 std::string Inputs(const Json& s) {
   const Json& spec = Get(s, "spec");
   std::vector<std::vector<std::string>> rows = {
-      {"spec", Text(Get(spec, "source"))},           {"digest", Text(Get(spec, "digest"))},
-      {"base", Text(Get(Get(spec, "base"), "source"))}, {"axes", Text(Get(spec, "axes"))},
-      {"overrides", Text(Get(spec, "overrides"))},   {"seeds", Text(Get(spec, "seeds"))},
-      {"search", Text(Get(spec, "search"))},         {"price", Text(Get(spec, "price"))},
+      {"spec", Text(Get(spec, "source"))},
+      {"digest", Text(Get(spec, "digest"))},
+      {"base", Text(Get(Get(spec, "base"), "source"))},
+      {"axes", Text(Get(spec, "axes"))},
+      {"overrides", Text(Get(spec, "overrides"))},
+      {"seeds", Text(Get(spec, "seeds"))},
+      {"search", Text(Get(spec, "search"))},
+      {"price", Text(Get(spec, "price"))},
   };
   std::string notes;
   for (const Json& n : Get(s, "notes")) notes += Para(n.is_string() ? n.get<std::string>() : n.dump());
@@ -146,21 +164,22 @@ std::string Inputs(const Json& s) {
 
 Page SweepPage(const Json& s) {
   Page page;
-  page.title = "fleetplan sweep: " + (Get(Get(s, "spec"), "name").is_string() ? Get(Get(s, "spec"), "name").get<std::string>()
-                                                                             : std::string("spec"));
+  page.title =
+      "fleetplan sweep: " +
+      (Get(Get(s, "spec"), "name").is_string() ? Get(Get(s, "spec"), "name").get<std::string>() : std::string("spec"));
   page.subtitle = fmt::format("{} configurations x {} seeds, {}", N(Get(Get(s, "spec"), "configurations"), 9),
                               Get(Get(s, "spec"), "seeds").is_array() ? Get(Get(s, "spec"), "seeds").size() : 0,
                               Text(Get(Get(s, "spec"), "digest")));
   page.sections = {
-      {"summary", "Summary", Summary(s)},
-      {"configurations", "Configurations", Configurations(s)},
-      {"pareto", "Pareto front", Pareto(s)},
-      {"max-rate", "Attainment against rate", MaxRate(s)},
+      {"summary", "Summary", Summary(s)},    {"configurations", "Configurations", Configurations(s)},
+      {"pareto", "Pareto front", Pareto(s)}, {"max-rate", "Attainment against rate", MaxRate(s)},
       {"inputs", "Inputs", Inputs(s)},
   };
   return page;
 }
 
-std::string SweepHtml(const Json& s) { return RenderPage(SweepPage(s)); }
+std::string SweepHtml(const Json& s) {
+  return RenderPage(SweepPage(s));
+}
 
 }  // namespace fleetplan::report

@@ -1,16 +1,21 @@
 #include "fleetplan/sweep/sweep.h"
 
-#include <algorithm>
-#include <atomic>
-#include <map>
-#include <mutex>
-#include <thread>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "fleetplan/core/limits.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/summary.h"
+#include "sweep/pretty_object.h"
 
 namespace fleetplan {
 namespace {
@@ -59,37 +64,47 @@ std::vector<int64_t> ShardIndices(const SweepSpec& spec, const Shard& shard) {
   return out;
 }
 
-std::vector<Json> RunSweepPoints(const SweepSpec& spec, const std::vector<int64_t>& indices, int jobs,
-                                 const PointDoneFn& on_done) {
-  std::vector<Json> rows(indices.size());
+Status RunSweepPoints(const SweepSpec& spec, const std::vector<int64_t>& indices, int jobs, JsonSpool& rows,
+                      const PointDoneFn& on_done) {
+  FP_ASSERT(rows.slots() == spec.points());
+  std::mutex error_mu;
+  Status first_error;
+  auto put = [&](int64_t index, const Json& row) {
+    Status s = rows.Put(index, row);
+    if (s.ok()) return;
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (first_error.ok()) first_error = std::move(s);
+  };
   std::vector<char> valid(indices.size(), 0);
   std::vector<int64_t> gpus(indices.size(), 0);
   // Every point is bound before any simulation starts.
   ParallelFor(indices.size(), jobs, [&](size_t i) {
     std::optional<Json> invalid = CheckPoint(spec, PointAt(spec, indices[i]), &gpus[i]);
     if (invalid) {
-      rows[i] = std::move(*invalid);
+      put(indices[i], *invalid);
     } else {
       valid[i] = 1;
     }
   });
   std::atomic<int64_t> done{0}, failed{0};
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (!valid[i]) ++done;
-  }
-  if (on_done) on_done(done, failed);
   std::vector<size_t> to_run;
   for (size_t i = 0; i < indices.size(); ++i) {
-    if (valid[i]) to_run.push_back(i);
+    if (valid[i]) {
+      to_run.push_back(i);
+    } else {
+      ++done;
+    }
   }
+  if (on_done) on_done(done, failed);
   // Largest fleets first, so the last points to finish are short ones and no thread idles
   // through a long tail. Rows are stored by index: the order changes no output byte.
   std::stable_sort(to_run.begin(), to_run.end(), [&](size_t a, size_t b) { return gpus[a] > gpus[b]; });
   std::mutex progress_mu;
   ParallelFor(to_run.size(), jobs, [&](size_t k) {
-    const size_t i = to_run[k];
-    rows[i] = RunPoint(spec, PointAt(spec, indices[i]));
-    const bool bad = rows[i]["status"] != "ok";
+    const int64_t index = indices[to_run[k]];
+    const Json row = RunPoint(spec, PointAt(spec, index));
+    const bool bad = row["status"] != "ok";
+    put(index, row);
     const int64_t d = ++done;
     const int64_t f = bad ? ++failed : failed.load();
     if (on_done) {
@@ -97,65 +112,175 @@ std::vector<Json> RunSweepPoints(const SweepSpec& spec, const std::vector<int64_
       on_done(d, f);
     }
   });
-  return rows;
+  return first_error;
 }
 
-Json PartialJson(const SweepSpec& spec, const Shard& shard, std::vector<Json> rows) {
-  return {{"kind", "fleetplan-sweep-partial"},
-          {"spec", spec.Describe()},
-          {"shard", {{"index", shard.index}, {"count", shard.count}}},
-          {"points", std::move(rows)}};
+Status WritePartial(const SweepSpec& spec, const Shard& shard, const JsonSpool& rows, const TextSink& sink) {
+  sweep_internal::PrettyObjectWriter doc(sink);
+  FP_RETURN_IF_ERROR(doc.Member("kind", "fleetplan-sweep-partial"));
+  FP_RETURN_IF_ERROR(doc.SpooledArray("points", rows));
+  FP_RETURN_IF_ERROR(doc.Member("shard", {{"index", shard.index}, {"count", shard.count}}));
+  FP_RETURN_IF_ERROR(doc.Member("spec", spec.Describe()));
+  return doc.Close();
 }
 
-Expected<Json> MergePartials(const std::vector<Json>& partials, const std::vector<std::string>& names) {
-  if (partials.empty()) return UsageError("sweep merge: no partial results given");
-  for (size_t i = 0; i < partials.size(); ++i) {
-    const Json& p = partials[i];
-    if (!p.is_object() || p.value("kind", "") != "fleetplan-sweep-partial" || !p.contains("spec") ||
-        !p.contains("shard") || !p.contains("points")) {
-      return InvalidInput(fmt::format("{}: not a partial sweep result (written by `fleetplan sweep --shard I/N`)", names[i]));
-    }
+namespace {
+
+// Thrown from a parse callback to stop the parse with a message.
+struct StopParse {
+  std::string why;
+};
+
+// Parses the partial at `path` as a stream, handing each element of its "points" to
+// `on_point` (which may throw StopParse) instead of keeping it: the value returned holds
+// every other member and an empty "points".
+Expected<Json> ParsePartial(const std::string& path, const std::function<void(Json&)>& on_point) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return InvalidInput(fmt::format("cannot read '{}': {}", path, std::generic_category().message(errno)));
   }
+  std::string top_key;  // the top-level member being read
+  const Json::parser_callback_t callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= kMaxNestingDepth) {
+      throw StopParse{JsonNestingMessage()};
+    }
+    if (event == Json::parse_event_t::key && depth == 1) top_key = parsed.get<std::string>();
+    const bool point_done = depth == 2 && top_key == "points" &&
+                            (event == Json::parse_event_t::object_end || event == Json::parse_event_t::value);
+    if (!point_done) return true;
+    on_point(parsed);
+    return false;  // not kept
+  };
+  Expected<Json> out = Json();
+  try {
+    Json doc = Json::parse(file, callback);
+    out = std::move(doc);
+  } catch (const StopParse& stop) {
+    out = InvalidInput(fmt::format("{}: {}", path, stop.why));
+  } catch (const Json::exception& e) {
+    out = InvalidInput(fmt::format("{}: not valid JSON (a partial sweep result?): {}", path, e.what()));
+  }
+  std::fclose(file);
+  return out;
+}
+
+bool IsPartial(const Json& p) {
+  return p.is_object() && p.value("kind", "") == "fleetplan-sweep-partial" && p.contains("spec") &&
+         p["spec"].is_object() && p["spec"].value("digest", Json()).is_string() &&
+         p["spec"].value("points", Json()).is_number_integer() && p.contains("shard") && p["shard"].is_object() &&
+         p["shard"].value("index", Json()).is_number_integer() &&
+         p["shard"].value("count", Json()).is_number_integer() && p.contains("points") && p["points"].is_array();
+}
+
+// Every partial once, of one spec: the checks of MergePartials on the partials' headers.
+Status CheckShards(const std::vector<Json>& partials, const std::vector<std::string>& names) {
   const std::string digest = partials[0]["spec"]["digest"].get<std::string>();
   const int64_t count = partials[0]["shard"]["count"].get<int64_t>();
   std::map<int64_t, std::string> seen;
   for (size_t i = 0; i < partials.size(); ++i) {
     const Json& p = partials[i];
     if (p["spec"]["digest"] != digest) {
-      return InvalidInput(fmt::format("{} is a shard of another sweep spec ({}) than {} ({}); merge shards of one spec only",
-                                      names[i], p["spec"]["digest"].get<std::string>(), names[0], digest));
+      return InvalidInput(
+          fmt::format("{} is a shard of another sweep spec ({}) than {} ({}); merge shards of one spec only", names[i],
+                      p["spec"]["digest"].get<std::string>(), names[0], digest));
     }
     if (p["shard"]["count"].get<int64_t>() != count) {
       return InvalidInput(fmt::format("{} is shard {}/{} but {} is one of {} shards", names[i],
-                                      p["shard"]["index"].get<int64_t>(), p["shard"]["count"].get<int64_t>(), names[0], count));
+                                      p["shard"]["index"].get<int64_t>(), p["shard"]["count"].get<int64_t>(), names[0],
+                                      count));
     }
     const int64_t index = p["shard"]["index"].get<int64_t>();
+    if (index < 0 || index >= count) {
+      return InvalidInput(
+          fmt::format("{}: shard {}/{} does not exist (expected I/N with 0 <= I < N)", names[i], index, count));
+    }
     if (auto it = seen.find(index); it != seen.end()) {
       return InvalidInput(fmt::format("shard {}/{} is given twice: {} and {}", index, count, it->second, names[i]));
     }
     seen[index] = names[i];
   }
   std::vector<std::string> missing;
-  for (int64_t s = 0; s < count; ++s) {
+  for (int64_t s = 0; s < count && missing.size() < 16; ++s) {
     if (!seen.contains(s)) missing.push_back(fmt::format("{}/{}", s, count));
   }
   if (!missing.empty()) {
-    return InvalidInput(fmt::format("missing shard{} {} of spec {}", missing.size() > 1 ? "s" : "",
-                                    fmt::join(missing, ", "), digest));
+    return InvalidInput(fmt::format("missing shard{} {}{} of spec {}", missing.size() > 1 ? "s" : "",
+                                    fmt::join(missing, ", "),
+                                    static_cast<int64_t>(seen.size()) + 16 < count ? ", ..." : "", digest));
   }
-  std::vector<Json> rows;
-  for (const Json& p : partials) {
-    for (const Json& r : p["points"]) rows.push_back(r);
-  }
-  return SummarizeSweep(partials[0]["spec"], std::move(rows));
+  return Status::Ok();
 }
 
-Expected<std::vector<std::string>> WriteSweep(const Json& sweep, const std::string& dir) {
-  FP_ASSIGN_OR_RETURN(std::string json, PrettyJson(sweep));
+}  // namespace
+
+Expected<SweepResult> MergePartials(const std::vector<std::string>& paths) {
+  if (paths.empty()) return UsageError("sweep merge: no partial results given");
+  // Pass 1: every file's header (its rows are read and dropped), checked before any row is kept.
+  std::vector<Json> headers;
+  for (const std::string& path : paths) {
+    FP_ASSIGN_OR_RETURN(Json header, ParsePartial(path, [](Json&) {}));
+    if (!IsPartial(header)) {
+      return InvalidInput(
+          fmt::format("{}: not a partial sweep result (written by `fleetplan sweep --shard I/N`)", path));
+    }
+    headers.push_back(std::move(header));
+  }
+  FP_RETURN_IF_ERROR(CheckShards(headers, paths));
+  const Json& spec = headers[0]["spec"];
+  const int64_t points = spec["points"].get<int64_t>();
+  if (points < 0) return InvalidInput(fmt::format("{}: the spec has {} points", paths[0], points));
+  // Pass 2: the rows, one at a time, into the spool.
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<JsonSpool> rows, JsonSpool::Create(points));
+  for (size_t f = 0; f < paths.size(); ++f) {
+    const int64_t shard = headers[f]["shard"]["index"].get<int64_t>();
+    const int64_t count = headers[f]["shard"]["count"].get<int64_t>();
+    int64_t position = 0;
+    auto keep = [&](Json& row) {
+      const int64_t at = position++;
+      const Json index = row.is_object() ? row.value("index", Json()) : Json();
+      if (!index.is_number_integer() || index.get<int64_t>() < 0 || index.get<int64_t>() >= points) {
+        throw StopParse{fmt::format("points[{}] has no index in [0, {}) (the file is damaged?)", at, points)};
+      }
+      const int64_t i = index.get<int64_t>();
+      if (i % count != shard) throw StopParse{fmt::format("point {} is not one of shard {}/{}", i, shard, count)};
+      if (rows->Has(i)) throw StopParse{fmt::format("point {} is given twice", i)};
+      Status put = rows->Put(i, row);
+      if (!put.ok()) throw StopParse{put.message()};
+    };
+    FP_ASSIGN_OR_RETURN(const Json again, ParsePartial(paths[f], keep));
+    if (again != headers[f]) return InvalidInput(fmt::format("{}: changed while being merged", paths[f]));
+  }
+  for (int64_t i = 0; i < points; ++i) {
+    if (!rows->Has(i)) {
+      const int64_t count = headers[0]["shard"]["count"].get<int64_t>();
+      for (size_t f = 0; f < paths.size(); ++f) {
+        if (headers[f]["shard"]["index"].get<int64_t>() == i % count) {
+          return InvalidInput(
+              fmt::format("{}: point {} of its shard is missing (the file is incomplete?)", paths[f], i));
+        }
+      }
+    }
+  }
+  try {
+    return SummarizeSweep(spec, std::move(rows));
+  } catch (const Json::exception& e) {
+    return InvalidInput(
+        fmt::format("sweep merge: a point's row in {} is malformed: {}", fmt::join(paths, ", "), e.what()));
+  }
+}
+
+Expected<std::vector<std::string>> WriteSweep(const SweepResult& sweep, const std::string& dir) {
   const std::string json_path = dir + "/sweep.json";
   const std::string csv_path = dir + "/sweep.csv";
-  FP_RETURN_IF_ERROR(WriteFileAtomic(json_path, json));
-  FP_RETURN_IF_ERROR(WriteFileAtomic(csv_path, SweepCsv(sweep)));
+  {
+    FP_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> json, OutputFile::Open(json_path));
+    FP_RETURN_IF_ERROR(sweep.WriteJson(json->Sink()));
+    FP_RETURN_IF_ERROR(json->Commit());
+  }
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> csv, OutputFile::Open(csv_path));
+  FP_RETURN_IF_ERROR(sweep.WriteCsv(csv->Sink()));
+  FP_RETURN_IF_ERROR(csv->Commit());
   return std::vector<std::string>{json_path, csv_path};
 }
 

@@ -5,9 +5,9 @@
 // (empty the first time) and receives kTask with the next index, or kStop. Rank 0 answers
 // from the main thread (the only thread that calls MPI: MPI_THREAD_FUNNELED) and runs
 // points on a thread of its own from the same queue, so n ranks run n points at once.
-#include "fleetplan/sweep/sweep.h"
-
 #include <fmt/format.h>
+
+#include "fleetplan/sweep/sweep.h"
 
 #ifdef FLEETPLAN_HAVE_MPI
 #include <mpi.h>
@@ -16,6 +16,9 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "fleetplan/sweep/point.h"
@@ -46,6 +49,15 @@ class Queue {
   size_t next_ = 0;
 };
 
+// A row's canonical text; a row with no JSON form (a bug) becomes a failed row saying why.
+std::string CanonicalText(const Json& row) {
+  auto text = CanonicalJson(row);
+  if (text.ok()) return *text;
+  const Json failed = {
+      {"index", row.value("index", int64_t{-1})}, {"status", "failed"}, {"reason", text.status().message()}};
+  return failed.dump();
+}
+
 // Open MPI's blocking calls poll without sleeping, so a rank waiting in one takes a core
 // from the ranks and threads running points (with more ranks than cores, as on a
 // 2-core machine, that is a point's core). Waits here test and sleep instead; a 2 ms
@@ -73,18 +85,15 @@ void Worker(const SweepSpec& spec, const std::vector<int64_t>& run) {
     MPI_Irecv(&index, 1, MPI_INT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &answer);
     WaitFor(answer, &status);
     if (status.MPI_TAG == kStop) return;
-    auto text = CanonicalJson(RunPoint(spec, PointAt(spec, run[static_cast<size_t>(index)])));
-    row = text.ok() ? *text : std::string();
-    if (!text.ok()) {
-      Json failed = {{"index", run[static_cast<size_t>(index)]}, {"status", "failed"}, {"reason", text.status().message()}};
-      row = failed.dump();
-    }
+    row = CanonicalText(RunPoint(spec, PointAt(spec, run[static_cast<size_t>(index)])));
   }
 }
 
 }  // namespace
 
-bool SweepMpiAvailable() { return true; }
+bool SweepMpiAvailable() {
+  return true;
+}
 
 Status MpiInit(int* argc, char*** argv) {
   int provided = 0;
@@ -109,13 +118,14 @@ int MpiRank() {
   return rank;
 }
 
-Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& spec, const std::vector<int64_t>& indices,
-                                                             const PointDoneFn& on_done) {
+Status RunSweepPointsMpi(const SweepSpec& spec, const std::vector<int64_t>& indices, JsonSpool* rows,
+                         const PointDoneFn& on_done) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int rank = MpiRank();
+  FP_ASSERT((rank == 0) == (rows != nullptr));
   // Rank 0 validates every point first; the others learn which to run from it.
-  std::vector<Json> rows(indices.size());
+  Status first_error;
   std::vector<int64_t> run;  // indices of valid points, broadcast to every rank
   if (rank == 0) {
     std::vector<std::pair<int64_t, int64_t>> sized;  // (gpus, index) of valid points
@@ -123,7 +133,8 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
       int64_t gpus = 0;
       std::optional<Json> invalid = CheckPoint(spec, PointAt(spec, indices[i]), &gpus);
       if (invalid) {
-        rows[i] = std::move(*invalid);
+        Status put = rows->Put(indices[i], *invalid);
+        if (first_error.ok()) first_error = std::move(put);
       } else {
         sized.emplace_back(gpus, indices[i]);
       }
@@ -141,18 +152,18 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
   WaitFor(request, MPI_STATUS_IGNORE);
   if (rank != 0) {
     Worker(spec, run);
-    return std::optional<std::vector<Json>>();
+    return Status::Ok();
   }
 
-  std::map<int64_t, size_t> position;  // point index -> position in `rows`
-  for (size_t i = 0; i < indices.size(); ++i) position[indices[i]] = i;
   std::mutex rows_mu;
   std::atomic<int64_t> done{static_cast<int64_t>(indices.size() - run.size())}, failed{0};
-  auto store = [&](Json row) {
+  // `text` is the row's canonical JSON (what a worker sends).
+  auto store = [&](const Json& row, std::string_view text) {
     const bool bad = row.value("status", "failed") != "ok";
     const int64_t index = row["index"].get<int64_t>();
     std::lock_guard<std::mutex> lock(rows_mu);
-    rows[position.at(index)] = std::move(row);
+    Status put = rows->PutText(index, text);
+    if (first_error.ok()) first_error = std::move(put);
     const int64_t d = ++done;
     const int64_t f = bad ? ++failed : failed.load();
     if (on_done) on_done(d, f);
@@ -160,7 +171,10 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
   if (on_done) on_done(done, failed);
   Queue queue(run.size());
   std::thread local([&] {
-    while (auto k = queue.Next()) store(RunPoint(spec, PointAt(spec, run[*k])));
+    while (auto k = queue.Next()) {
+      const std::string text = CanonicalText(RunPoint(spec, PointAt(spec, run[*k])));
+      store(Json::parse(text), text);
+    }
   });
   int stopped = 0;
   while (stopped < size - 1) {
@@ -175,7 +189,7 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
     MPI_Get_count(&status, MPI_CHAR, &bytes);
     std::string text(static_cast<size_t>(bytes), '\0');
     MPI_Recv(text.data(), bytes, MPI_CHAR, status.MPI_SOURCE, kAsk, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (!text.empty()) store(Json::parse(text));
+    if (!text.empty()) store(Json::parse(text), text);
     if (auto k = queue.Next()) {
       int64_t index = static_cast<int64_t>(*k);
       MPI_Send(&index, 1, MPI_INT64_T, status.MPI_SOURCE, kTask, MPI_COMM_WORLD);
@@ -186,18 +200,24 @@ Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec& sp
     }
   }
   local.join();
-  return std::optional<std::vector<Json>>(std::move(rows));
+  return first_error;
 }
 
 #else
 
-bool SweepMpiAvailable() { return false; }
-Status MpiInit(int*, char***) { return UsageError("this fleetplan was built without Open MPI (FLEETPLAN_MPI=OFF)"); }
+bool SweepMpiAvailable() {
+  return false;
+}
+Status MpiInit(int*, char***) {
+  return UsageError("this fleetplan was built without Open MPI (FLEETPLAN_MPI=OFF)");
+}
 void MpiFinalize() {}
-int MpiRank() { return 0; }
-Expected<std::optional<std::vector<Json>>> RunSweepPointsMpi(const SweepSpec&, const std::vector<int64_t>&,
-                                                             const PointDoneFn&) {
-  return UsageError("--mpi: this fleetplan was built without Open MPI (install libopenmpi-dev and rebuild with FLEETPLAN_MPI=ON)");
+int MpiRank() {
+  return 0;
+}
+Status RunSweepPointsMpi(const SweepSpec&, const std::vector<int64_t>&, JsonSpool*, const PointDoneFn&) {
+  return UsageError(
+      "--mpi: this fleetplan was built without Open MPI (install libopenmpi-dev and rebuild with FLEETPLAN_MPI=ON)");
 }
 
 #endif

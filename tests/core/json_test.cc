@@ -2,16 +2,19 @@
 // pointer, report rounding, atomic writes and reads.
 #include "fleetplan/core/json.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "fleetplan/core/output_file.h"
 
 namespace fleetplan {
 namespace {
@@ -65,8 +68,7 @@ TEST(CanonicalJsonTest, Utf8IsWrittenAsIsAndControlsEscaped) {
 TEST(CanonicalJsonTest, NonFiniteNumbersNameTheirPointer) {
   Json j;
   j["classes"] = Json::array({Json{{"p99", 1.0}}, Json{{"p99", std::nan("")}}});
-  EXPECT_EQ(ErrorOf(CanonicalJson(j)),
-            "cannot write JSON: NaN has no JSON form (at JSON pointer '/classes/1/p99')");
+  EXPECT_EQ(ErrorOf(CanonicalJson(j)), "cannot write JSON: NaN has no JSON form (at JSON pointer '/classes/1/p99')");
   EXPECT_EQ(ErrorOf(CanonicalJson(Json(std::numeric_limits<double>::infinity()))),
             "cannot write JSON: Infinity has no JSON form (at JSON pointer '')");
   Json escaped;
@@ -78,12 +80,10 @@ TEST(CanonicalJsonTest, NonFiniteNumbersNameTheirPointer) {
 TEST(CanonicalJsonTest, InvalidUtf8IsRejected) {
   Json j;
   j["ok"] = Json::array({"fine", "bad\xFF"});
-  EXPECT_EQ(ErrorOf(CanonicalJson(j)),
-            "cannot write JSON: a string is not valid UTF-8 (at JSON pointer '/ok/1')");
+  EXPECT_EQ(ErrorOf(CanonicalJson(j)), "cannot write JSON: a string is not valid UTF-8 (at JSON pointer '/ok/1')");
   Json k;
   k["x"]["bad\xC3"] = 1;
-  EXPECT_EQ(ErrorOf(CanonicalJson(k)),
-            "cannot write JSON: a key is not valid UTF-8 (at JSON pointer '/x')");
+  EXPECT_EQ(ErrorOf(CanonicalJson(k)), "cannot write JSON: a key is not valid UTF-8 (at JSON pointer '/x')");
 }
 
 TEST(PrettyJsonTest, TwoSpaceIndentAndTrailingNewline) {
@@ -93,6 +93,17 @@ TEST(PrettyJsonTest, TwoSpaceIndentAndTrailingNewline) {
   const Expected<std::string> s = PrettyJson(j);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(*s, "{\n  \"a\": \"x\",\n  \"b\": [\n    1,\n    2\n  ]\n}\n");
+}
+
+TEST(PrettyJsonTest, PiecesAtTheirDepthMakeTheWholeDocument) {
+  const Json inner = {{"k", Json::array({1, {{"x", "a\nb"}}})}, {"e", Json::object()}};
+  const Json doc = {{"a", inner}, {"b", Json::array({inner, 2})}};
+  // The document written member by member, as a streaming writer does.
+  const std::string pieces = "{\n  \"a\": " + *PrettyJsonAtDepth(inner, 1) + ",\n  \"b\": [\n    " +
+                             *PrettyJsonAtDepth(inner, 2) + ",\n    " + *PrettyJsonAtDepth(Json(2), 2) + "\n  ]\n}\n";
+  EXPECT_EQ(pieces, *PrettyJson(doc));
+  EXPECT_EQ(*PrettyJsonAtDepth(inner, 0) + "\n", *PrettyJson(inner));
+  EXPECT_FALSE(PrettyJsonAtDepth(Json(std::nan("")), 3).ok());
 }
 
 TEST(RoundForReportTest, SignificantDigits) {
@@ -110,13 +121,10 @@ TEST(RoundForReportTest, ZeroSignAndNonFinite) {
   EXPECT_FALSE(std::signbit(RoundForReport(-0.0)));
   EXPECT_EQ(RoundForReport(-1e-320, 2), -1e-320);  // subnormals keep their sign and size
   // Rounding DBL_MAX to 2 digits would leave the double range: the value is kept.
-  EXPECT_EQ(RoundForReport(std::numeric_limits<double>::max(), 2),
-            std::numeric_limits<double>::max());
-  EXPECT_EQ(RoundForReport(-std::numeric_limits<double>::max(), 2),
-            -std::numeric_limits<double>::max());
+  EXPECT_EQ(RoundForReport(std::numeric_limits<double>::max(), 2), std::numeric_limits<double>::max());
+  EXPECT_EQ(RoundForReport(-std::numeric_limits<double>::max(), 2), -std::numeric_limits<double>::max());
   EXPECT_TRUE(std::isnan(RoundForReport(std::nan(""))));
-  EXPECT_EQ(RoundForReport(std::numeric_limits<double>::infinity()),
-            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(RoundForReport(std::numeric_limits<double>::infinity()), std::numeric_limits<double>::infinity());
   EXPECT_EQ(Canonical(Json(RoundForReport(0.1 + 0.2))), "0.3");
 }
 
@@ -181,6 +189,29 @@ TEST_F(FileTest, WriteErrorsNameThePath) {
   const Status onto_dir = WriteFileAtomic(dir_, "x");
   EXPECT_EQ(onto_dir.message(), "cannot write '" + dir_ + "': Is a directory");
   EXPECT_EQ(Listing(dir_), std::vector<std::string>{"file"});  // temp file cleaned up
+}
+
+TEST_F(FileTest, OutputFileInPiecesReplacesOnlyOnCommit) {
+  const std::string path = dir_ + "/report.json";
+  ASSERT_TRUE(WriteFileAtomic(path, "old").ok());
+  {
+    Expected<std::unique_ptr<OutputFile>> file = OutputFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    const std::string chunk(100'000, 'y');  // more than the write buffer
+    ASSERT_TRUE((*file)->Write("x").ok());
+    ASSERT_TRUE((*file)->Sink()(chunk).ok());
+    EXPECT_EQ(*ReadFile(path), "old");  // not replaced before Commit
+    ASSERT_TRUE((*file)->Commit().ok());
+    EXPECT_EQ(*ReadFile(path), "x" + chunk);
+  }
+  {
+    Expected<std::unique_ptr<OutputFile>> abandoned = OutputFile::Open(path);
+    ASSERT_TRUE(abandoned.ok());
+    ASSERT_TRUE((*abandoned)->Write("never committed").ok());
+  }
+  EXPECT_EQ(ReadFile(path)->size(), 100'001u);                        // an abandoned writer changes nothing
+  EXPECT_EQ(Listing(dir_), std::vector<std::string>{"report.json"});  // and leaves no temp file
+  EXPECT_EQ(OutputFile::Open(dir_).status().message(), "cannot write '" + dir_ + "': Is a directory");
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
 // The HTML report pieces (report/svg.h, page.h) and the simulation page
 // (simulation_page.h): escaping, numbers, CDFs from histograms, charts that carry their
 // data, a page that holds every section, loads nothing from elsewhere and is
-// byte-identical for the same report.
+// byte-identical for the same report; the sweep page of a capped page view.
+#include <gtest/gtest.h>
+
 #include <limits>
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "fleet/fleet_scenarios.h"
 #include "fleetplan/fleet/run.h"
@@ -15,6 +15,7 @@
 #include "fleetplan/report/page.h"
 #include "fleetplan/report/simulation_page.h"
 #include "fleetplan/report/svg.h"
+#include "fleetplan/report/sweep_page.h"
 
 namespace fleetplan::report {
 namespace {
@@ -31,8 +32,9 @@ TEST(Page, EscapesTextAndAttributes) {
 
 TEST(Page, TableRightAlignsNumbers) {
   const std::string t = HtmlTable({"a", "b"}, {{"x", "12.5"}, {"-", "-3"}});
-  EXPECT_EQ(t, "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>x</td><td class=\"n\">12.5</td>"
-               "</tr><tr><td class=\"n\">-</td><td class=\"n\">-3</td></tr></tbody></table>");
+  EXPECT_EQ(t,
+            "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>x</td><td class=\"n\">12.5</td>"
+            "</tr><tr><td class=\"n\">-</td><td class=\"n\">-3</td></tr></tbody></table>");
 }
 
 TEST(Svg, FormatNumberKeepsSignificantDigits) {
@@ -170,13 +172,41 @@ Json PoolsReport() {
       "  classes:\n"
       "    chat:\n"
       "      share: 1\n"
-      "      prompt: [{segment: tenant-instructions, tokens: 1000}, {segment: unique, tokens: {uniform: [500, 4000]}}]\n"
+      "      prompt: [{segment: tenant-instructions, tokens: 1000}, {segment: unique, tokens: {uniform: [500, "
+      "4000]}}]\n"
       "      output_tokens: {uniform: [10, 300]}\n"
       "slo:\n"
       "  chat: {ttft: 400ms, e2e_by_output: [{max_output: 100, e2e: 3s}, {e2e: 10s}]}\n";
   auto r = testing::RunReport(text);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? *r : Json();
+}
+
+// A sweep page view with `shown` of `of` configurations (the page reads only what it has).
+Json SweepView(int64_t shown, int64_t of) {
+  Json configs = Json::array();
+  for (int64_t c = 0; c < shown; ++c) {
+    configs.push_back({{"configuration", c},
+                       {"gpus", 2},
+                       {"values", {{"deployment.replicas", c + 1}}},
+                       {"figures", {{"fleet.goodput_per_gpu", {{"mean", 1.0}}}}}});
+  }
+  return {{"kind", "fleetplan-sweep"},
+          {"spec", {{"name", "s"}, {"configurations", of}, {"seeds", {1}}, {"points", of}}},
+          {"configurations", configs},
+          {"points", Json::array()},
+          {"shown", {{"configurations", shown}, {"of", of}}}};
+}
+
+TEST(SweepPage, SaysWhenItShowsOnlyTheFirstConfigurations) {
+  const std::string capped = SweepHtml(SweepView(2, 5000));
+  const std::string note = "The first 2 of 5000 configurations; every one is in sweep.json and sweep.csv.";
+  size_t count = 0;
+  for (size_t at = capped.find(note); at != std::string::npos; at = capped.find(note, at + 1)) ++count;
+  EXPECT_EQ(count, 2u);  // in the configurations table and under the Pareto plot
+  EXPECT_NE(capped.find("deployment.replicas=2"), std::string::npos);  // the shown ones are listed
+  const std::string whole = SweepHtml(SweepView(3, 3));
+  EXPECT_EQ(whole.find("configurations; every one is in sweep.json"), std::string::npos);
 }
 
 TEST(SimulationPage, HasEverySectionInOrder) {
@@ -207,7 +237,8 @@ TEST(SimulationPage, LoadsNothingFromElsewhere) {
   EXPECT_EQ(html.find("@import"), std::string::npos);
   // The one URL is the SVG namespace (an identifier, never fetched).
   std::string rest = html;
-  for (size_t p = rest.find("http://www.w3.org/2000/svg"); p != std::string::npos; p = rest.find("http://www.w3.org/2000/svg")) {
+  for (size_t p = rest.find("http://www.w3.org/2000/svg"); p != std::string::npos;
+       p = rest.find("http://www.w3.org/2000/svg")) {
     rest.erase(p, 26);
   }
   EXPECT_EQ(rest.find("http://"), std::string::npos);

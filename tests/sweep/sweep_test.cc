@@ -1,19 +1,26 @@
 // The sweep layer: specs, points, search, summaries, threads and shards.
-#include <filesystem>
-#include <fstream>
-#include <string>
-#include <vector>
+#include "fleetplan/sweep/sweep.h"
 
 #include <gtest/gtest.h>
 
-#include "support/in_scratch.h"
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/limits.h"
+#include "fleetplan/core/output_file.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/search.h"
 #include "fleetplan/sweep/spec.h"
+#include "fleetplan/sweep/spool.h"
 #include "fleetplan/sweep/summary.h"
-#include "fleetplan/sweep/sweep.h"
+#include "support/in_scratch.h"
 
 namespace fleetplan {
 namespace {
@@ -69,10 +76,47 @@ std::string Canonical(const Json& j) {
   return text.ok() ? *text : "";
 }
 
-Json RunAll(const SweepSpec& spec, int jobs) {
-  auto sweep = SummarizeSweep(spec.Describe(), RunSweepPoints(spec, ShardIndices(spec, Shard{}), jobs));
+// The points of `shard` run on `jobs` threads, their rows in a spool.
+std::unique_ptr<JsonSpool> RunShard(const SweepSpec& spec, const Shard& shard, int jobs) {
+  auto rows = JsonSpool::Create(spec.points());
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  if (!rows.ok()) return nullptr;
+  const Status ran = RunSweepPoints(spec, ShardIndices(spec, shard), jobs, **rows);
+  EXPECT_TRUE(ran.ok()) << ran.message();
+  return std::move(*rows);
+}
+
+Expected<SweepResult> RunSweep(const SweepSpec& spec, int jobs) {
+  return SummarizeSweep(spec.Describe(), RunShard(spec, Shard{}, jobs));
+}
+
+Json DocumentOf(const Expected<SweepResult>& sweep) {
   EXPECT_TRUE(sweep.ok()) << sweep.status().message();
-  return sweep.ok() ? *sweep : Json();
+  if (!sweep.ok()) return Json();
+  auto doc = sweep->ToJson();
+  EXPECT_TRUE(doc.ok()) << doc.status().message();
+  return doc.ok() ? *doc : Json();
+}
+
+Json RunAll(const SweepSpec& spec, int jobs) {
+  return DocumentOf(RunSweep(spec, jobs));
+}
+
+// What a writer sends to its sink, as one string.
+std::string Written(const std::function<Status(const TextSink&)>& write) {
+  std::string text;
+  const Status s = write([&text](std::string_view piece) {
+    text += piece;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok()) << s.message();
+  return text;
+}
+
+// The summary of rows held in memory (each at its "index").
+Expected<SweepResult> Summarize(const Json& spec, const std::vector<Json>& rows) {
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<JsonSpool> spool, SpoolRows(spec["points"].get<int64_t>(), rows));
+  return SummarizeSweep(spec, std::move(spool));
 }
 
 TEST_F(SweepSpecFile, ReadsAxesRangesSeedsAndIndexesPointsFirstAxisSlowest) {
@@ -126,13 +170,13 @@ TEST_F(SweepSpecFile, SpeculationKeysAreFormatKeysEvenWhenTheBaseHasNone) {
 
 TEST_F(SweepSpecFile, RejectsWhatCannotBeASweep) {
   for (const char* text : {
-           "base: small.yaml\n",                                                          // no version
-           "version: 2\nbase: small.yaml\n",                                              // future version
-           "version: 1\nbase: missing.yaml\n",                                            // no base file
-           "version: 1\nbase: small.yaml\naxes: {deployment.replicas: []}\n",             // empty axis
+           "base: small.yaml\n",                                               // no version
+           "version: 2\nbase: small.yaml\n",                                   // future version
+           "version: 1\nbase: missing.yaml\n",                                 // no base file
+           "version: 1\nbase: small.yaml\naxes: {deployment.replicas: []}\n",  // empty axis
            "version: 1\nbase: small.yaml\naxes: {deployment.replicas: {from: 4, to: 1, step: 1}}\n",
-           "version: 1\nbase: small.yaml\nseeds: [1, 1]\n",                               // repeated seed
-           "version: 1\nbase: small.yaml\ntargets: {interactiv: 0.9}\n",                  // unknown class
+           "version: 1\nbase: small.yaml\nseeds: [1, 1]\n",               // repeated seed
+           "version: 1\nbase: small.yaml\ntargets: {interactiv: 0.9}\n",  // unknown class
            "version: 1\nbase: small.yaml\naxes: {workload.arrival.rate: [1/s]}\n"
            "search: {max_rate: {axis: workload.arrival.rate, low: 1/s, high: 8/s, attainment: {batch: 0.9}}}\n",
            "version: 1\nbase: small.yaml\nsearch: {max_rate: {axis: workload.arrival.rate, low: 8/s, high: 1/s, "
@@ -163,14 +207,19 @@ TEST_F(SweepPoints, AnInvalidPointIsARowWithItsLocatedReasonAndTheOthersRun) {
 
 TEST_F(SweepPoints, APointThatFailsWhileSimulatingIsAFailedRowAndTheSweepGoesOn) {
   const std::string header =
-      R"({"classes":["chat"],"format":"fleetplan-trace","source":{"written_by":"hand"},"version":1})" "\n";
-  const std::string row1 = R"({"arrival_ns":0,"class":"chat","id":0,"output_tokens":5,"prompt":[[11,100]]})" "\n";
-  const std::string row2 = R"({"arrival_ns":1000000,"class":"chat","id":1,"output_tokens":5,"prompt":[[12,100]]})" "\n";
-  const std::string bad = R"({"arrival_ns":2000000,"class":"chat","id":2,"output_tokens":"x","prompt":[[13,100]]})" "\n";
+      R"({"classes":["chat"],"format":"fleetplan-trace","source":{"written_by":"hand"},"version":1})"
+      "\n";
+  const std::string row1 = R"({"arrival_ns":0,"class":"chat","id":0,"output_tokens":5,"prompt":[[11,100]]})"
+                           "\n";
+  const std::string row2 = R"({"arrival_ns":1000000,"class":"chat","id":1,"output_tokens":5,"prompt":[[12,100]]})"
+                           "\n";
+  const std::string bad = R"({"arrival_ns":2000000,"class":"chat","id":2,"output_tokens":"x","prompt":[[13,100]]})"
+                          "\n";
   Write("good.jsonl", header + row1 + row2);
   Write("bad.jsonl", header + row1 + row2 + bad);
   std::string base(kBase);
-  base = base.substr(0, base.find("workload:")) + "workload:\n  trace: {file: good.jsonl, format: fleetplan}\nslo:\n  chat: {ttft: 1s}\n";
+  base = base.substr(0, base.find("workload:")) +
+         "workload:\n  trace: {file: good.jsonl, format: fleetplan}\nslo:\n  chat: {ttft: 1s}\n";
   Write("small.yaml", base);
   Write("spec.yaml", "version: 1\nbase: small.yaml\naxes: {workload.trace.file: [good.jsonl, bad.jsonl]}\n");
   auto spec = LoadSweepSpec("spec.yaml");
@@ -211,32 +260,76 @@ price: {gpu_hour: 2.5}
 TEST_F(SweepShards, MergedShardsAreByteIdenticalToOneRun) {
   auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [1, 2, 3, 4]\nseeds: [3]\n");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
-  const std::string whole = Canonical(RunAll(*spec, 2));
-  std::vector<Json> partials;
+  auto whole = RunSweep(*spec, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  const std::string whole_json = Written([&](const TextSink& sink) { return whole->WriteJson(sink); });
   std::vector<std::string> names;
   for (int64_t i = 0; i < 3; ++i) {
     const Shard shard{i, 3};
-    partials.push_back(PartialJson(*spec, shard, RunSweepPoints(*spec, ShardIndices(*spec, shard), 1)));
-    names.push_back("s" + std::to_string(i));
+    names.push_back("s" + std::to_string(i) + ".json");
+    auto file = OutputFile::Open(names.back());
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    ASSERT_TRUE(WritePartial(*spec, shard, *RunShard(*spec, shard, 1), (*file)->Sink()).ok());
+    ASSERT_TRUE((*file)->Commit().ok());
   }
   // In any order.
-  std::swap(partials[0], partials[2]);
-  std::swap(names[0], names[2]);
-  auto merged = MergePartials(partials, names);
+  auto merged = MergePartials({names[2], names[0], names[1]});
   ASSERT_TRUE(merged.ok()) << merged.status().message();
-  EXPECT_EQ(Canonical(*merged), whole);
+  EXPECT_EQ(Written([&](const TextSink& sink) { return merged->WriteJson(sink); }), whole_json);
+  EXPECT_EQ(Written([&](const TextSink& sink) { return merged->WriteCsv(sink); }),
+            Written([&](const TextSink& sink) { return whole->WriteCsv(sink); }));
 
-  auto missing = MergePartials({partials[0], partials[2]}, {names[0], names[2]});
+  auto missing = MergePartials({names[0], names[2]});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing shard 1/3"), std::string::npos) << missing.status().message();
-  auto twice = MergePartials({partials[0], partials[0], partials[1]}, {"a", "b", "c"});
+  auto twice = MergePartials({names[0], names[0], names[1]});
   ASSERT_FALSE(twice.ok());
-  EXPECT_NE(twice.status().message().find("given twice"), std::string::npos) << twice.status().message();
-  Json other = partials[1];
+  EXPECT_EQ(twice.status().message(), "shard 0/3 is given twice: s0.json and s0.json");
+  Json other = Json::parse(*ReadFile(names[1]));
   other["spec"]["digest"] = "sha256:other";
-  auto mixed = MergePartials({partials[0], other, partials[2]}, {"a", "b", "c"});
+  Write("other.json", other.dump());
+  auto mixed = MergePartials({names[0], "other.json", names[2]});
   ASSERT_FALSE(mixed.ok());
-  EXPECT_NE(mixed.status().message().find("another sweep spec"), std::string::npos) << mixed.status().message();
+  EXPECT_NE(mixed.status().message().find("other.json is a shard of another sweep spec (sha256:other)"),
+            std::string::npos)
+      << mixed.status().message();
+}
+
+TEST_F(SweepShards, DamagedPartialsAreRefusedNamingTheFile) {
+  auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [1, 2, 3, 4]\nseeds: [3]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  std::string text;
+  ASSERT_TRUE(WritePartial(*spec, Shard{0, 1}, *RunShard(*spec, Shard{0, 1}, 2), [&](std::string_view piece) {
+                text += piece;
+                return Status::Ok();
+              }).ok());
+  const Json partial = Json::parse(text);
+  ASSERT_EQ(partial["points"].size(), 4u);
+  auto refusal = [&](const std::string& name, const std::string& content) {
+    Write(name, content);
+    auto merged = MergePartials({name});
+    EXPECT_FALSE(merged.ok()) << name;
+    EXPECT_EQ(merged.status().code(), StatusCode::kInvalidInput) << name;
+    return merged.ok() ? std::string() : merged.status().message();
+  };
+  Write("whole.json", text);
+  EXPECT_TRUE(MergePartials({"whole.json"}).ok());
+  EXPECT_EQ(refusal("cut.json", text.substr(0, text.size() / 2)).rfind("cut.json: not valid JSON", 0), 0u);
+  EXPECT_EQ(refusal("deep.json", std::string(100, '[') + std::string(100, ']')), "deep.json: " + JsonNestingMessage());
+  EXPECT_EQ(refusal("plan.json", R"({"kind": "fleetplan-plan"})"),
+            "plan.json: not a partial sweep result (written by `fleetplan sweep --shard I/N`)");
+  Json short_of_one = partial;
+  short_of_one["points"].erase(2);
+  EXPECT_EQ(refusal("short.json", short_of_one.dump()),
+            "short.json: point 2 of its shard is missing (the file is incomplete?)");
+  Json repeated = partial;
+  repeated["points"][2] = repeated["points"][1];
+  EXPECT_EQ(refusal("repeated.json", repeated.dump()), "repeated.json: point 1 is given twice");
+  Json unindexed = partial;
+  unindexed["points"][3].erase("index");
+  EXPECT_EQ(refusal("unindexed.json", unindexed.dump()),
+            "unindexed.json: points[3] has no index in [0, 4) (the file is damaged?)");
+  EXPECT_EQ(MergePartials({"absent.json"}).status().message(), "cannot read 'absent.json': No such file or directory");
 }
 
 TEST_F(SweepShards, ParseShardAcceptsOnlyIOfN) {
@@ -315,11 +408,13 @@ TEST_F(MaxRateSearching, SaysWhenTheAttainmentCurveIsNotMonotone) {
   int probes = 0;
   // Attainment dips between 1.5/s and 3/s and is higher again above: the bisection probes
   // 4/s (0.95) before 2/s (0.90), and the curve says so.
-  auto r = SearchMaxRate(SearchOf(1, 16, 0.05), Curve([](double x) {
-                           if (x < 1.5) return 1.0;
-                           if (x < 3) return 0.90;
-                           return 0.95;
-                         }, 0.99, &probes));
+  auto r = SearchMaxRate(SearchOf(1, 16, 0.05), Curve(
+                                                    [](double x) {
+                                                      if (x < 1.5) return 1.0;
+                                                      if (x < 3) return 0.90;
+                                                      return 0.95;
+                                                    },
+                                                    0.99, &probes));
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->monotone);
   const Json j = MaxRateJson(*r);
@@ -363,15 +458,17 @@ search:
 }
 
 Json Row(int64_t index, double goodput_per_gpu, double attainment, int64_t gpus) {
-  return {{"index", index},
-          {"configuration", index / 2},
-          {"values", {{"deployment.replicas", index / 2}}},
-          {"seed", index % 2},
-          {"status", "ok"},
-          {"reason", ""},
-          {"gpus", gpus},
-          {"classes", {{"interactive", {{"attainment", attainment}, {"ttft_p99_ms", 100.0 * static_cast<double>(10 - index / 2)}}}}},
-          {"fleet", {{"goodput_per_gpu", goodput_per_gpu}, {"goodput_rps", goodput_per_gpu * static_cast<double>(gpus)}}}};
+  return {
+      {"index", index},
+      {"configuration", index / 2},
+      {"values", {{"deployment.replicas", index / 2}}},
+      {"seed", index % 2},
+      {"status", "ok"},
+      {"reason", ""},
+      {"gpus", gpus},
+      {"classes",
+       {{"interactive", {{"attainment", attainment}, {"ttft_p99_ms", 100.0 * static_cast<double>(10 - index / 2)}}}}},
+      {"fleet", {{"goodput_per_gpu", goodput_per_gpu}, {"goodput_rps", goodput_per_gpu * static_cast<double>(gpus)}}}};
 }
 
 Json DescribeTwoSeeds(int64_t configurations) {
@@ -387,30 +484,27 @@ Json DescribeTwoSeeds(int64_t configurations) {
 
 TEST_F(SweepSummary, ACallCloserThanTheIntervalIsATie) {
   // Configuration 0: 1.0 and 1.2 per GPU; configuration 1: 1.1 and 1.3 — intervals overlap.
-  auto tie = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.2, 0.99, 2), Row(2, 1.1, 0.99, 2),
-                                                  Row(3, 1.3, 0.99, 2)});
-  ASSERT_TRUE(tie.ok()) << tie.status().message();
-  EXPECT_EQ((*tie)["best"]["goodput_per_gpu"]["verdict"], "tie");
-  EXPECT_EQ((*tie)["best"]["goodput_per_gpu"]["tied_with"], Json::array({0}));
+  const Json tie = DocumentOf(Summarize(
+      DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.2, 0.99, 2), Row(2, 1.1, 0.99, 2), Row(3, 1.3, 0.99, 2)}));
+  EXPECT_EQ(tie["best"]["goodput_per_gpu"]["verdict"], "tie");
+  EXPECT_EQ(tie["best"]["goodput_per_gpu"]["tied_with"], Json::array({0}));
   // Tight intervals far apart: a winner, chosen on the lower bound.
-  auto win = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.01, 0.99, 2), Row(2, 2.0, 0.99, 2),
-                                                  Row(3, 2.01, 0.99, 2)});
-  ASSERT_TRUE(win.ok());
-  EXPECT_EQ((*win)["best"]["goodput_per_gpu"]["verdict"], "winner");
-  EXPECT_EQ((*win)["best"]["goodput_per_gpu"]["configuration"], 1);
+  const Json win = DocumentOf(Summarize(
+      DescribeTwoSeeds(2), {Row(0, 1.0, 0.99, 2), Row(1, 1.01, 0.99, 2), Row(2, 2.0, 0.99, 2), Row(3, 2.01, 0.99, 2)}));
+  EXPECT_EQ(win["best"]["goodput_per_gpu"]["verdict"], "winner");
+  EXPECT_EQ(win["best"]["goodput_per_gpu"]["configuration"], 1);
 }
 
 TEST_F(SweepSummary, MeetingTheTargetIsJudgedOnTheLowerBound) {
   // Mean attainment 0.91 over two seeds (0.85, 0.97): its interval reaches below 0.9.
-  auto s = SummarizeSweep(DescribeTwoSeeds(2), {Row(0, 5.0, 0.85, 2), Row(1, 5.0, 0.97, 2), Row(2, 1.0, 0.95, 4),
-                                                Row(3, 1.0, 0.95, 4)});
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ((*s)["configurations"][0]["meets_slo"], false);
-  EXPECT_EQ((*s)["configurations"][1]["meets_slo"], true);
-  EXPECT_EQ((*s)["best"]["goodput_per_gpu"]["configuration"], 1);
-  EXPECT_EQ((*s)["best"]["fewest_gpus"]["configuration"], 1);
+  const Json s = DocumentOf(Summarize(
+      DescribeTwoSeeds(2), {Row(0, 5.0, 0.85, 2), Row(1, 5.0, 0.97, 2), Row(2, 1.0, 0.95, 4), Row(3, 1.0, 0.95, 4)}));
+  EXPECT_EQ(s["configurations"][0]["meets_slo"], false);
+  EXPECT_EQ(s["configurations"][1]["meets_slo"], true);
+  EXPECT_EQ(s["best"]["goodput_per_gpu"]["configuration"], 1);
+  EXPECT_EQ(s["best"]["fewest_gpus"]["configuration"], 1);
   // Pareto: configuration 0 has more goodput per GPU, 1 a lower TTFT: both on the front.
-  EXPECT_EQ((*s)["pareto"]["front"].size(), 2u);
+  EXPECT_EQ(s["pareto"]["front"].size(), 2u);
 }
 
 TEST_F(SweepSummary, StudentTAndIntervals) {
@@ -424,9 +518,88 @@ TEST_F(SweepSummary, StudentTAndIntervals) {
 }
 
 TEST_F(SweepSummary, MissingOrRepeatedRowsAreRefused) {
-  auto s = SummarizeSweep(DescribeTwoSeeds(1), {Row(0, 1.0, 0.99, 2), Row(0, 1.0, 0.99, 2)});
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("point 1"), std::string::npos) << s.status().message();
+  auto repeated = Summarize(DescribeTwoSeeds(1), {Row(0, 1.0, 0.99, 2), Row(0, 1.0, 0.99, 2)});
+  ASSERT_FALSE(repeated.ok());
+  EXPECT_EQ(repeated.status().message(), "slot 0 is written twice");
+  auto missing = Summarize(DescribeTwoSeeds(1), {Row(0, 1.0, 0.99, 2)});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "point 1 has no result");
+  EXPECT_EQ(missing.status().code(), StatusCode::kInternal);
+}
+
+// Fewest GPUs: the lowest GPU count that meets the targets, then the highest goodput per
+// GPU among those; configurations of more GPUs never tie with it.
+TEST_F(SweepSummary, FewestGpusPicksTheLowestCountThenGoodput) {
+  const Json s = DocumentOf(
+      Summarize(DescribeTwoSeeds(4), {Row(0, 9.0, 0.99, 8), Row(1, 9.0, 0.99, 8),  // most goodput
+                                      Row(2, 1.0, 0.99, 2), Row(3, 1.0, 0.99, 2), Row(4, 3.0, 0.99, 2),
+                                      Row(5, 3.0, 0.99, 2), Row(6, 5.0, 0.50, 1), Row(7, 5.0, 0.50, 1)}));  // misses
+  EXPECT_EQ(s["best"]["goodput_per_gpu"]["configuration"], 0);
+  EXPECT_EQ(s["best"]["fewest_gpus"]["configuration"], 2);
+  EXPECT_EQ(s["best"]["fewest_gpus"]["verdict"], "winner");
+  EXPECT_EQ(s["best"]["fewest_gpus"]["gpus"], 2);
+}
+
+// The configurations nobody beats on both axes, sorted by TTFT: configuration c has TTFT
+// 100 x (10 - c) ms in Row, so a later configuration is faster.
+TEST_F(SweepSummary, TheParetoFrontKeepsExactlyTheUndominated) {
+  // (goodput/GPU, TTFT): 0 (5, 1000), 1 (4, 900), 2 (1, 800), 3 (3, 700), 4 (3, 600). Three
+  // beats two and four beats three, each as it arrives; 0, 1 and 4 remain.
+  const Json s = DocumentOf(Summarize(
+      DescribeTwoSeeds(5),
+      {Row(0, 5.0, 0.99, 2), Row(1, 5.0, 0.99, 2), Row(2, 4.0, 0.99, 2), Row(3, 4.0, 0.99, 2), Row(4, 1.0, 0.99, 2),
+       Row(5, 1.0, 0.99, 2), Row(6, 3.0, 0.99, 2), Row(7, 3.0, 0.99, 2), Row(8, 3.0, 0.99, 2), Row(9, 3.0, 0.99, 2)}));
+  std::vector<int64_t> front;
+  for (const Json& p : s["pareto"]["front"]) front.push_back(p["configuration"].get<int64_t>());
+  EXPECT_EQ(front, (std::vector<int64_t>{4, 1, 0}));
+}
+
+TEST_F(SweepSummary, StreamedWritersGiveTheDocumentsBytes) {
+  auto sweep = Summarize(DescribeTwoSeeds(3), {Row(0, 1.0, 0.99, 2), Row(1, 1.2, 0.99, 2), Row(2, 1.1, 0.95, 2),
+                                               Row(3, 1.3, 0.97, 2), Row(4, 0.2, 0.5, 4), Row(5, 0.3, 0.6, 4)});
+  ASSERT_TRUE(sweep.ok()) << sweep.status().message();
+  const Json doc = DocumentOf(sweep);
+  EXPECT_EQ(Written([&](const TextSink& sink) { return sweep->WriteJson(sink); }), *PrettyJson(doc));
+  const std::string csv = Written([&](const TextSink& sink) { return sweep->WriteCsv(sink); });
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);  // the header and one line per point
+  EXPECT_EQ(csv.rfind("index,configuration,deployment.replicas,seed,status,gpus,", 0), 0u) << csv;
+  // A sink's error ends the writing and is returned.
+  int pieces = 0;
+  const Status stopped =
+      sweep->WriteJson([&](std::string_view) { return ++pieces == 3 ? InvalidInput("disk full") : Status::Ok(); });
+  EXPECT_EQ(stopped.message(), "disk full");
+  EXPECT_EQ(pieces, 3);
+}
+
+TEST_F(SweepSummary, ThePageViewShowsTheFirstConfigurationsAndSaysOfHowMany) {
+  auto sweep = Summarize(DescribeTwoSeeds(3), {Row(0, 1.0, 0.99, 2), Row(1, 1.2, 0.99, 2), Row(2, 1.1, 0.95, 2),
+                                               Row(3, 1.3, 0.97, 2), Row(4, 0.2, 0.5, 4), Row(5, 0.3, 0.6, 4)});
+  ASSERT_TRUE(sweep.ok()) << sweep.status().message();
+  const Json doc = DocumentOf(sweep);
+  auto page = sweep->PageView(2, 16);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  EXPECT_EQ((*page)["shown"], Json({{"configurations", 2}, {"of", 3}}));
+  ASSERT_EQ((*page)["configurations"].size(), 2u);
+  EXPECT_EQ((*page)["configurations"][1], doc["configurations"][1]);
+  EXPECT_TRUE((*page)["points"].empty());  // no search: no curves to draw
+  for (const char* part : {"best", "pareto", "counts", "notes", "spec"}) EXPECT_EQ((*page)[part], doc[part]) << part;
+}
+
+TEST_F(SweepSummary, ASpoolReturnsWhatWasPutAndRefusesMisuse) {
+  auto spool = JsonSpool::Create(3);
+  ASSERT_TRUE(spool.ok()) << spool.status().message();
+  JsonSpool& s = **spool;
+  const Json value = {{"a", 1.5}, {"b", "x\ny"}, {"c", Json::array({-1, true, nullptr})}};
+  ASSERT_TRUE(s.Put(2, value).ok());
+  ASSERT_TRUE(s.PutText(0, "[1,2]").ok());
+  EXPECT_EQ(s.size(), 2);
+  EXPECT_TRUE(s.Has(0) && s.Has(2) && !s.Has(1) && !s.Has(3) && !s.Has(-1));
+  EXPECT_EQ(*s.Get(2), value);
+  EXPECT_EQ(*s.Get(0), Json::array({1, 2}));
+  EXPECT_EQ(s.Put(2, value).message(), "slot 2 is written twice");
+  EXPECT_EQ(s.Put(3, value).message(), "slot 3 is outside the spool's 3");
+  EXPECT_EQ(s.Put(1, Json(std::nan(""))).code(), StatusCode::kInternal);  // no JSON form
+  EXPECT_FALSE(s.Has(1));
 }
 
 }  // namespace

@@ -9,9 +9,8 @@
 // Thread model: pure functions (WriteFileAtomic may run concurrently for different paths).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "fleetplan/core/status.h"
 
@@ -24,6 +23,10 @@ using Json = nlohmann::json;
 // (at JSON pointer '/classes/0/p99')").
 Expected<std::string> CanonicalJson(const Json& value);
 Expected<std::string> PrettyJson(const Json& value);
+// `value` in pretty form as it appears `depth` levels inside a pretty document: every line
+// after the first indented by 2 x depth more spaces, no trailing newline. A document
+// written piece by piece with it has PrettyJson's bytes. REQUIRES: depth >= 0.
+Expected<std::string> PrettyJsonAtDepth(const Json& value, int depth);
 
 // Rounds a double for reports so tiny floating noise does not reach output: `digits`
 // significant decimal digits (default 9), i.e. the double nearest to the decimal rounded

@@ -13,6 +13,8 @@
 // Thread model: pure functions of the file system; different paths may be written at once.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -30,8 +32,45 @@ struct OutputTarget {
 // "cannot write '<path>': Is a directory".
 Expected<OutputTarget> ResolveOutput(const std::string& path);
 
-// Writes `text` to `path` by the rule above; creates missing parent folders for a new
-// path. Failure is an InvalidInput "cannot write '<path>': <why>" and leaves no temp file.
+// Where text written in pieces goes: an OutputFile, a string, a stream. An error ends the
+// writing (the caller returns it).
+using TextSink = std::function<Status(std::string_view)>;
+
+// An output file written in pieces, by the rule above: Open, Write any number of times,
+// Commit. Until Commit a replaced file keeps its old bytes (the text goes to a temp file
+// beside it); a writer destroyed before Commit, or whose Write or Commit failed, leaves
+// no temp file. Writes are buffered (64 KiB), so many small pieces cost few system calls.
+// Failures are InvalidInput "cannot write '<path>': <why>"; after one, the writer is spent.
+class OutputFile {
+ public:
+  // Creates missing parent folders for a new path.
+  static Expected<std::unique_ptr<OutputFile>> Open(const std::string& path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  Status Write(std::string_view text);
+  // A sink that writes here (valid while this file lives).
+  TextSink Sink() {
+    return [this](std::string_view text) { return Write(text); };
+  }
+  // Flushes, syncs a replaced file and renames it over the path.
+  Status Commit();
+
+ private:
+  OutputFile(std::string path, OutputTarget target, int fd, std::string temp);
+  Status Flush();
+  Status Fail(int err);
+
+  std::string path_;  // as given, for messages
+  OutputTarget target_;
+  int fd_ = -1;       // -1 for stdout
+  std::string temp_;  // the temp file of a replaced path, until renamed
+  std::string buffer_;
+  bool spent_ = false;
+};
+
+// Writes `text` to `path` by the rule above (one OutputFile: Open, Write, Commit).
 Status WriteOutputFile(const std::string& path, std::string_view text);
 
 // A fresh, empty temp file path in the system temp folder (for scratch data of an output

@@ -1,7 +1,10 @@
 // The HTML page of a sweep (sweep.html beside sweep.json; docs/sweep.md).
 //
-// Rendered from the sweep.json document in memory, so every figure is one of its keys and
-// the page is byte-identical whenever sweep.json is. Sections, one row each:
+// Rendered from a page view of the sweep (SweepResult::PageView: sweep.json's document with
+// at most the first 1,000 configurations and the first 16 search curves, and `shown`
+// saying how many of how many), so every figure is one of sweep.json's keys and the page
+// is byte-identical whenever sweep.json is. When configurations are left out, the
+// configurations and pareto sections say so. Sections, one row each:
 //
 //   summary         points by status, the targets, the best configuration per objective
 //                   (winner or tie)

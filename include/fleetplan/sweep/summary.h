@@ -14,14 +14,22 @@
 //   counts, notes     points by status; non-monotone searches; seeds that disagree.
 // Everything is a function of the spec description and the rows, so a merge of partial
 // results gives the same bytes as one run.
-// Thread model: pure functions.
+//
+// Memory: the rows and the configurations stay in spools (spool.h) and are read back one
+// configuration at a time; what the summary keeps in memory is the spec, the Pareto front,
+// the notes and one configuration per objective — not a figure per point. Every writer
+// below streams, so writing sweep.json, sweep.csv or the table does not hold them either.
+// Thread model: a SweepResult is read-only once made; its writers may run concurrently.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/output_file.h"
 #include "fleetplan/core/status.h"
+#include "fleetplan/sweep/spool.h"
 
 namespace fleetplan {
 
@@ -31,14 +39,43 @@ double StudentT95(int64_t df);
 // {"mean", "ci95": [lo, hi] or null, "n"} over `values` (n >= 1).
 Json MeanInterval(const std::vector<double>& values);
 
-// The sweep document: spec description, rows (sorted by index; one per point), and the
-// conclusions above. Errors: rows missing or repeated (InternalError naming the index).
-Expected<Json> SummarizeSweep(const Json& spec, std::vector<Json> rows);
+// The sweep document: {"kind": "fleetplan-sweep", "spec", "points", "configurations",
+// "best", "pareto", "counts", "notes"}, its points and configurations held in spools.
+class SweepResult {
+ public:
+  const Json& spec() const { return spec_; }
+  int64_t failed() const { return counts_.at("failed").get<int64_t>(); }
 
-// One CSV row per point, the figures of its JSON row (header first; RFC 4180 quoting).
-std::string SweepCsv(const Json& sweep);
+  // sweep.json: the document's PrettyJson bytes, written piece by piece.
+  Status WriteJson(const TextSink& sink) const;
+  // sweep.csv: one row per point, the figures of its JSON row (header first; RFC 4180).
+  Status WriteCsv(const TextSink& sink) const;
+  // The human summary: one line per configuration, the best per objective, the front.
+  Status WriteText(const TextSink& sink) const;
+  // The whole document as one value (for small sweeps: it holds every row).
+  Expected<Json> ToJson() const;
+  // The document for a page: every part but `configurations` and `points`, the first
+  // `max_configurations` configurations, and for the first `max_curves` of them with a
+  // search the first seed's row that has one; `shown` says how many of how many.
+  Expected<Json> PageView(int64_t max_configurations, int64_t max_curves) const;
 
-// The human summary: one line per configuration, the best per objective, the front.
-std::string SweepText(const Json& sweep);
+ private:
+  friend Expected<SweepResult> SummarizeSweep(const Json& spec, std::unique_ptr<JsonSpool> rows);
+  Status WriteTableRows(const TextSink& sink) const;
+  Json Conclusions() const;
+
+  Json spec_;
+  std::unique_ptr<JsonSpool> rows_;     // by point index
+  std::unique_ptr<JsonSpool> configs_;  // by configuration
+  std::vector<std::string> classes_;    // every row's class names, sorted
+  Json best_, pareto_, counts_, notes_;
+};
+
+// The summary of `rows` (slot = point index; every point of the spec once). Errors: a
+// point without a row (InternalError naming it), a spool that cannot be read or written.
+Expected<SweepResult> SummarizeSweep(const Json& spec, std::unique_ptr<JsonSpool> rows);
+
+// Rows from memory into a spool of `points` slots (each row at its "index").
+Expected<std::unique_ptr<JsonSpool>> SpoolRows(int64_t points, const std::vector<Json>& rows);
 
 }  // namespace fleetplan
