@@ -9,6 +9,7 @@
 
 #include "core/utf8.h"
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/text_lines.h"
 #include "fleetplan/evidence/speculation_rounds.h"
 
 namespace fleetplan {
@@ -142,16 +143,11 @@ bool IsBlank(std::string_view line) {
 Expected<SpecRounds> ParseSpecRounds(std::string_view text, const std::string& display_name) {
   SpecRounds out;
   out.file = display_name;
-  int64_t line_no = 0;
   bool seen_content = false;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    ++line_no;
-    pos = end + 1;
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int64_t line_no = lines.line_no();
     if (IsBlank(line)) continue;
     const LineContext at(display_name, line_no, line);
     if (utf8::FindInvalid(line) != std::string_view::npos) {

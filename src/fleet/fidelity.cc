@@ -13,6 +13,7 @@
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/limits.h"
+#include "fleetplan/core/text_lines.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/perf/kernel_table.h"
@@ -163,15 +164,12 @@ Status ReadTicks(const std::string& dir, MeasuredRun* run) {
     return Status::Ok();
   }
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  size_t pos = 0;
-  int line_no = 0;
   constexpr std::string_view kHeader = "t,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct";
-  while (pos < text.size()) {
-    const size_t end = std::min(text.find('\n', pos), text.size());
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    pos = end + 1;
-    ++line_no;
+  TextLines lines(text);
+  std::string_view view;
+  while (lines.Next(&view)) {
+    const std::string line(view);  // sscanf needs it terminated
+    const int line_no = lines.line_no();
     const SourceLocation where{path, line_no, 1, line};
     if (line_no == 1) {
       if (line != kHeader) return LocatedError(where, "header", fmt::format("expected '{}'", kHeader));

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/text_lines.h"
 #include "perf/gzip_file.h"
 #include "perf/csv_fields.h"
 
@@ -86,17 +87,11 @@ class FileParser {
 
   Status Parse(std::string_view text, Accumulated* out) {
     FP_RETURN_IF_ERROR(Columns());
-    size_t pos = 0;
-    int line_no = 0;
-    while (pos < text.size()) {
-      size_t end = text.find('\n', pos);
-      if (end == std::string_view::npos) end = text.size();
-      std::string_view line = text.substr(pos, end - pos);
-      pos = end + 1;
-      ++line_no;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line_no == 1 || line.empty()) continue;
-      FP_RETURN_IF_ERROR(Row(line_no, line, out));
+    TextLines lines(text);
+    std::string_view line;
+    while (lines.Next(&line)) {
+      if (lines.line_no() == 1 || line.empty()) continue;
+      FP_RETURN_IF_ERROR(Row(lines.line_no(), line, out));
     }
     return Status::Ok();
   }

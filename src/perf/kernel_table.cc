@@ -11,6 +11,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/text_lines.h"
 #include "fleetplan/core/limits.h"
 #include "perf/gzip_file.h"
 #include "perf/csv_fields.h"
@@ -44,16 +45,11 @@ struct CsvRow {
 Expected<std::vector<CsvRow>> ParseCsv(const std::string& path, std::string_view text,
                                        std::string_view header, bool labelled) {
   std::vector<CsvRow> rows;
-  size_t pos = 0;
-  int line_no = 0;
   const size_t columns = SplitCsvFields(header).size();
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int line_no = lines.line_no();
     const SourceLocation where{path, line_no, 1, std::string(line)};
     if (line_no == 1) {
       if (line != header) return LocatedError(where, "header", fmt::format("expected '{}'", header));

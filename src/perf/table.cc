@@ -11,6 +11,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/text_lines.h"
 #include "fleetplan/memory/inputs.h"
 
 namespace fleetplan {
@@ -181,16 +182,11 @@ Expected<StepTable> StepTable::Parse(std::string_view text, const std::string& d
   const Parser parser(t.name_);
   std::vector<Cell> cells;
   bool header_seen = false;
-  int line_no = 0;
   int last_line = 1;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    pos = eol + 1;
-    ++line_no;
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int line_no = lines.line_no();
     last_line = line_no;
     if (IsSkipped(line)) continue;
     if (!header_seen) {

@@ -13,6 +13,7 @@
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/text_lines.h"
 
 namespace fleetplan {
 namespace {
@@ -88,14 +89,10 @@ Expected<ExpertCounts> ParseExpertCounts(std::string_view text) {
 
 Expected<ExpertCounts> ParseExpertCountsCsv(std::string_view text, const std::string& display_name) {
   ExpertCounts c;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int line_no = lines.line_no();
     if (line.empty() || line.front() == '#') continue;
     auto where = [&](size_t i, size_t offset, std::string_view msg) {
       return LocatedError(SourceLocation{display_name, line_no, Column(offset), std::string(line)},
