@@ -170,7 +170,9 @@ void RegisterSweepVerb(CLI::App& app, VerbAction& action) {
   sub->footer(
       "Outputs (under --out): sweep.json (canonical: points, configurations with mean and 95% interval over\n"
       "seeds, best per objective, Pareto front, notes), sweep.csv (one row per point) and sweep.html (the\n"
-      "Pareto plot and attainment-against-rate curves; opens offline). With --shard:\n"
+      "Pareto plot and attainment-against-rate curves, the first 1,000 configurations; opens offline).\n"
+      "Rows stream through a scratch file in the temp folder, so memory does not grow with the points.\n"
+      "With --shard:\n"
       "sweep-partial.json, combined by `fleetplan sweep merge`.\n"
       "Exit codes: 0 done (invalid points are rows, not errors), 1 a point failed while simulating,\n"
       "2 usage error, 3 invalid spec (located, with did-you-mean over the scenario's key paths).\n"
