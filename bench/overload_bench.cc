@@ -125,7 +125,7 @@ Status DriveEngine(Engine& engine, RequestSource& source, const CountingObserver
                    EngineRunFigures& f) {
   SimTime step_end;  // meaningful while engine.step_in_flight()
   SimTime now;
-  int64_t this_step_ns = 0;  // StartStep's share of the step in flight
+  int64_t this_step_ns = 0;  // the step in flight so far: StartStep, then FinishStep
   while (true) {
     FP_ASSIGN_OR_RETURN(std::optional<SimTime> arrival, source.PeekArrival());
     if (engine.step_in_flight() && (!arrival || step_end <= *arrival)) {
@@ -148,10 +148,11 @@ Status DriveEngine(Engine& engine, RequestSource& source, const CountingObserver
     if (!engine.step_in_flight() && engine.HasWork()) {
       this_step_ns = 0;
       const std::optional<SimTime> end = Timed(this_step_ns, [&] { return engine.StartStep(now); });
-      if (!end) f.step_ns += this_step_ns;  // planning found nothing left to run
       if (end) {
         step_end = *end;
         ++f.steps;
+      } else {
+        f.step_ns += this_step_ns;  // planning found nothing left to run
       }
     }
   }
