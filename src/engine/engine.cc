@@ -160,14 +160,16 @@ int32_t Engine::NewSlot(const Request& r, SimTime now) {
   l.enqueued_step = step_index_;
   l.last_token = now;
   l.in_use = true;
-  index_.emplace(r.id, slot);
+  const bool inserted = index_.Insert(r.id, slot);
+  FP_ASSERT(inserted);
   outstanding_tokens_ += l.remaining_work();
   return slot;
 }
 
 void Engine::FreeSlot(int32_t slot) {
   Live& l = slots_[static_cast<size_t>(slot)];
-  index_.erase(l.req.id);
+  const bool erased = index_.Erase(l.req.id);
+  FP_ASSERT(erased);
   l.ResetKeepingCapacity();  // per-request state is dropped; vector capacity stays for reuse
   free_slots_.push_back(slot);
 }
@@ -269,7 +271,7 @@ void Engine::Submit(const Request& r, SimTime now) {
 }
 
 std::optional<int64_t> Engine::BeginImport(const Request& r, SimTime now) {
-  FP_ASSERT(r.output_tokens >= 1 && r.prompt_tokens() >= 1 && !index_.contains(r.id));
+  FP_ASSERT(r.output_tokens >= 1 && r.prompt_tokens() >= 1 && !index_.Contains(r.id));
   const int64_t tokens = config_.admission == AdmissionMode::kReserve ? r.prompt_tokens() + r.output_tokens
                                                                        : r.prompt_tokens();
   const int32_t slot = NewSlot(r, now);
@@ -317,9 +319,8 @@ void Engine::TakeImportHits(Live& l, const Match& m) {
 }
 
 void Engine::FinishImport(RequestId id, SimTime now) {
-  const auto it = index_.find(id);
-  FP_ASSERT(it != index_.end());
-  const int32_t slot = it->second;
+  const int32_t slot = index_.Find(id);
+  FP_ASSERT(slot >= 0);
   Live& l = slots_[static_cast<size_t>(slot)];
   FP_ASSERT(l.importing);
   l.importing = false;
@@ -340,9 +341,8 @@ void Engine::FinishImport(RequestId id, SimTime now) {
 }
 
 void Engine::AbortImport(RequestId id) {
-  const auto it = index_.find(id);
-  FP_ASSERT(it != index_.end());
-  const int32_t slot = it->second;
+  const int32_t slot = index_.Find(id);
+  FP_ASSERT(slot >= 0);
   Live& l = slots_[static_cast<size_t>(slot)];
   FP_ASSERT(l.importing);
   --importing_;
@@ -352,9 +352,8 @@ void Engine::AbortImport(RequestId id) {
 }
 
 void Engine::Cancel(RequestId id, SimTime now) {
-  auto it = index_.find(id);
-  if (it == index_.end()) return;  // already finished or rejected
-  const int32_t slot = it->second;
+  const int32_t slot = index_.Find(id);
+  if (slot < 0) return;  // already finished or rejected
   Live& l = slots_[static_cast<size_t>(slot)];
   if (l.cancelled) return;
   if (l.importing) {
@@ -386,15 +385,6 @@ namespace {
 // queues from compacting on every departure.
 constexpr size_t kStaleSlack = 64;
 
-// deadlines_ is a min-heap on (deadline, position): std::push_heap keeps the largest on
-// top, so the comparison is reversed.
-struct LaterDeadline {
-  template <typename E>
-  bool operator()(const E& a, const E& b) const {
-    return std::tie(a.deadline, a.pos) > std::tie(b.deadline, b.pos);
-  }
-};
-
 }  // namespace
 
 void Engine::EnqueueWaiting(int32_t slot, bool front) {
@@ -410,8 +400,7 @@ void Engine::EnqueueWaiting(int32_t slot, bool front) {
     waiting_.push_back({pos, slot});
   }
   if (l.req.deadline) {
-    deadlines_.push_back({*l.req.deadline, pos, slot});
-    std::push_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+    deadlines_.Push({*l.req.deadline, pos, slot});
     ++waiting_deadlines_;
   }
   if (policy_->ReordersPrefill()) {
@@ -448,8 +437,7 @@ void Engine::CompactWaiting() {
   }
   const auto with_deadline = static_cast<size_t>(waiting_deadlines_);
   if (deadlines_.size() > 2 * with_deadline + kStaleSlack) {
-    std::erase_if(deadlines_, [&](const DeadlineEntry& e) { return !IsCurrent(e.slot, e.pos); });
-    std::make_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
+    deadlines_.EraseIf([&](const DeadlineStay& e) { return !IsCurrent(e.slot, e.pos); });
   }
 }
 
@@ -506,20 +494,22 @@ Status Engine::CheckWaiting() const {
     if (IsCurrent(waiting_[i].slot, waiting_[i].pos)) ++current;
   }
   int64_t current_deadlines = 0;
-  for (const DeadlineEntry& d : deadlines_) {
-    if (!IsCurrent(d.slot, d.pos)) continue;
+  bool agree = true;
+  int32_t disagreeing = -1;
+  deadlines_.ForEach([&](const DeadlineStay& d) {
+    if (!IsCurrent(d.slot, d.pos)) return;
     ++current_deadlines;
-    if (slots_[static_cast<size_t>(d.slot)].req.deadline != d.deadline) {
-      return InternalError(fmt::format("deadline entry of slot {} disagrees with its request", d.slot));
+    if (agree && slots_[static_cast<size_t>(d.slot)].req.deadline != d.deadline) {
+      agree = false;
+      disagreeing = d.slot;
     }
-  }
-  if (!std::is_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{})) {
-    return InternalError("deadline heap out of order");
-  }
+  });
+  if (!agree) return InternalError(fmt::format("deadline entry of slot {} disagrees with its request", disagreeing));
+  FP_RETURN_IF_ERROR(deadlines_.CheckInvariants());
   if (current != waiting || waiting != waiting_live_ || current_deadlines != with_deadline ||
       with_deadline != waiting_deadlines_) {
     return InternalError(fmt::format("{} waiting requests ({} with deadlines) but the queue holds {} (counted {}), "
-                                     "the deadline heap {} (counted {})",
+                                     "the deadline queue {} (counted {})",
                                      waiting, with_deadline, current, waiting_live_, current_deadlines,
                                      waiting_deadlines_));
   }
@@ -567,14 +557,10 @@ void Engine::ExpireWaiting(SimTime now) {
   // Waiting requests whose deadline passed end in queue order (position order), as a
   // walk of the queue would end them.
   expired_.clear();
-  while (!deadlines_.empty() && deadlines_.front().deadline <= now) {
-    std::pop_heap(deadlines_.begin(), deadlines_.end(), LaterDeadline{});
-    const DeadlineEntry d = deadlines_.back();
-    deadlines_.pop_back();
-    if (IsCurrent(d.slot, d.pos)) expired_.push_back(d);
-  }
-  std::sort(expired_.begin(), expired_.end(), [](const DeadlineEntry& a, const DeadlineEntry& b) { return a.pos < b.pos; });
-  for (const DeadlineEntry& d : expired_) {
+  deadlines_.PopUpTo(now, expired_);
+  std::erase_if(expired_, [&](const DeadlineStay& d) { return !IsCurrent(d.slot, d.pos); });
+  std::sort(expired_.begin(), expired_.end(), [](const DeadlineStay& a, const DeadlineStay& b) { return a.pos < b.pos; });
+  for (const DeadlineStay& d : expired_) {
     LeaveWaiting(d.slot);
     End(d.slot, RequestStatus::kTimeout, now, "deadline passed while waiting");
   }
@@ -991,7 +977,7 @@ Status Engine::CheckInvariants() const {
   // Sharing: each block's refcount is the number of live requests holding it.
   FP_RETURN_IF_ERROR(CheckSharing());
   FP_RETURN_IF_ERROR(CheckWaiting());
-  if (live != static_cast<int64_t>(index_.size())) return InternalError("request index out of sync");
+  if (live != index_.size()) return InternalError("request index out of sync");
   if (live != waiting_count() + running_count() + importing_ &&
       !(in_flight_)) {  // cancelled in-flight requests are in neither queue until the step ends
     return InternalError(fmt::format("{} live requests but {} waiting + {} running + {} importing", live,

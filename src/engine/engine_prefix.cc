@@ -302,10 +302,9 @@ void Engine::Invalidate(const CacheInvalidation& inv) {
 }
 
 bool Engine::Fork(RequestId parent_id, RequestId child_id, int64_t output_tokens, SimTime now) {
-  FP_ASSERT(!in_flight_ && output_tokens >= 1 && index_.count(child_id) == 0);
-  const auto it = index_.find(parent_id);
-  FP_ASSERT(it != index_.end());
-  const int32_t parent_slot = it->second;
+  FP_ASSERT(!in_flight_ && output_tokens >= 1 && !index_.Contains(child_id));
+  const int32_t parent_slot = index_.Find(parent_id);
+  FP_ASSERT(parent_slot >= 0);
   const Live& parent = slots_[static_cast<size_t>(parent_slot)];
   FP_ASSERT(parent.running && parent.generated >= 1 && parent.is_decode());
 
@@ -364,15 +363,15 @@ bool Engine::Fork(RequestId parent_id, RequestId child_id, int64_t output_tokens
 // Views and checks
 
 std::optional<RequestView> Engine::request(RequestId id) const {
-  const auto it = index_.find(id);
-  if (it == index_.end()) return std::nullopt;
-  const Live& l = slots_[static_cast<size_t>(it->second)];
+  const int32_t slot = index_.Find(id);
+  if (slot < 0) return std::nullopt;
+  const Live& l = slots_[static_cast<size_t>(slot)];
   return RequestView{l.running, l.num_tokens, l.num_computed, l.generated, l.cached_tokens, l.preemptions, l.blocks};
 }
 
 std::vector<RequestId> Engine::LiveIds() const {
   std::vector<RequestId> ids;
-  ids.reserve(index_.size());
+  ids.reserve(static_cast<size_t>(index_.size()));
   for (const Live& l : slots_) {
     if (l.in_use) ids.push_back(l.req.id);
   }
@@ -381,8 +380,8 @@ std::vector<RequestId> Engine::LiveIds() const {
 }
 
 const Request* Engine::live_request(RequestId id) const {
-  const auto it = index_.find(id);
-  return it == index_.end() ? nullptr : &slots_[static_cast<size_t>(it->second)].req;
+  const int32_t slot = index_.Find(id);
+  return slot < 0 ? nullptr : &slots_[static_cast<size_t>(slot)].req;
 }
 
 Status Engine::CheckSharing() const {

@@ -71,6 +71,8 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
 #include "fleetplan/engine/block_hash.h"
+#include "fleetplan/engine/deadline_queue.h"
+#include "fleetplan/engine/flat_index.h"
 #include "fleetplan/engine/kv_pool.h"
 #include "fleetplan/engine/scheduling_policy.h"
 #include "fleetplan/engine/speculation.h"
@@ -345,7 +347,7 @@ class Engine {
   int32_t replica() const { return replica_; }
   int64_t waiting_count() const { return waiting_live_; }
   int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
-  int64_t live_requests() const { return static_cast<int64_t>(index_.size()); }
+  int64_t live_requests() const { return index_.size(); }
   const KvBlockPool& pool() const { return pool_; }
   const EngineStats& stats() const { return stats_; }
   const EngineConfig& config() const { return config_; }
@@ -395,19 +397,15 @@ class Engine {
   //                       admitted, cancelled or timed out, the slot perhaps reused) and
   //                       skipped, dropped at the front, compacted once stale ones
   //                       outnumber current ones;
-  //   deadlines_          a min-heap by (deadline, position) of the stays with a deadline,
-  //                       stale entries dropped when popped or compacted;
+  //   deadlines_          the stays with a deadline, in a monotone queue from which a
+  //                       step takes all that are due (deadline_queue.h), stale entries
+  //                       dropped when taken or compacted;
   //   prefill_groups_     (policies that reorder prefill only) per priority, the stays
   //                       ordered by (enqueued_step, position), and by position; exact,
   //                       no stale entries.
   // Leaving the queue is O(1) (plus O(log n) with prefill_groups_) and a step's work on
   // the queue is proportional to what it admits or expires, not to the queue's length.
   struct WaitEntry {
-    int64_t pos;
-    int32_t slot;
-  };
-  struct DeadlineEntry {
-    SimTime deadline;
     int64_t pos;
     int32_t slot;
   };
@@ -511,16 +509,16 @@ class Engine {
 
   std::vector<Live> slots_;
   std::vector<int32_t> free_slots_;
-  std::unordered_map<RequestId, int32_t> index_;  // lookup only; never iterated
+  RequestIndex index_;  // live requests' slots by id; lookup only, never iterated
   // The waiting queue (see EnqueueWaiting): arrival order, preempted requests at the front.
   std::deque<WaitEntry> waiting_;
-  std::vector<DeadlineEntry> deadlines_;           // std::push_heap order, earliest on top
+  DeadlineQueue deadlines_;
   std::map<int32_t, PriorityGroup> prefill_groups_;  // by priority; only if ReordersPrefill
   int64_t waiting_live_ = 0;       // current entries of waiting_
   int64_t waiting_deadlines_ = 0;  // current entries of deadlines_
   int64_t next_back_pos_ = 0;      // the next submission's position
   int64_t next_front_pos_ = -1;    // the next preemption's position
-  std::vector<DeadlineEntry> expired_;  // ExpireWaiting's scratch
+  std::vector<DeadlineStay> expired_;  // ExpireWaiting's scratch
   std::vector<int32_t> running_;   // ordered by (priority desc, arrival asc)
   // No running request's deadline is earlier (a lower bound: lowered as requests start
   // running, made exact by each scan), so a step reads the running requests' deadlines
