@@ -1,13 +1,14 @@
 #include "fleetplan/perf/factory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "fleetplan/core/error.h"
 #include "fleetplan/perf/affine.h"
+#include "fleetplan/perf/aiconfigurator.h"
 #include "fleetplan/perf/collective_tables.h"
 #include "fleetplan/perf/kernel_table.h"
 #include "fleetplan/perf/roofline.h"
@@ -60,12 +61,30 @@ Built BuildTable(const YamlNode& node, const StepModelContext& ctx) {
   return std::unique_ptr<StepCostModel>(std::make_unique<TableStepModel>(std::move(table), extrapolate));
 }
 
-// `collectives:` of a kernel-table step model: absent or `alpha-beta` (null tables), or
+Expected<std::shared_ptr<const CollectiveTables>> LoadCollectiveTables(const YamlNode& where,
+                                                                       const std::vector<std::string>& paths) {
+  auto loaded = CollectiveTables::Load(paths);
+  if (!loaded.ok()) return where.Error(loaded.status().message());
+  return std::shared_ptr<const CollectiveTables>(std::make_shared<CollectiveTables>(std::move(loaded).value()));
+}
+
+// `collectives:` of a measured step model: `alpha-beta` (null tables), or
 // `{tables: PATH | [PATH, ...]}`, files or folders of measured collective tables
-// (perf/collective_tables.h), each resolved against the scenario's folder.
+// (perf/collective_tables.h), each resolved against the scenario's folder. Absent:
+// the folder `default_tables` (already resolved) when given, else alpha-beta.
 Expected<std::shared_ptr<const CollectiveTables>> ReadCollectiveSource(const YamlNode& node,
-                                                                       const StepModelContext& ctx) {
-  if (!node.present() || node.IsNull()) return std::shared_ptr<const CollectiveTables>();
+                                                                       const StepModelContext& ctx,
+                                                                       const std::string& default_tables = "") {
+  if (!node.present() || node.IsNull()) {
+    if (default_tables.empty()) return std::shared_ptr<const CollectiveTables>();
+    if (std::error_code ec; !std::filesystem::is_directory(default_tables, ec)) {
+      return node.Error(
+          fmt::format("no collective tables at '{}' (read when `collectives` is absent); set "
+                      "collectives: {} or {{tables: [PATH, ...]}}",
+                      default_tables, kAlphaBetaCollectives));
+    }
+    return LoadCollectiveTables(node, {default_tables});
+  }
   if (node.IsScalar()) {
     FP_ASSIGN_OR_RETURN(const std::string name, node.AsString());
     if (name == kAlphaBetaCollectives) return std::shared_ptr<const CollectiveTables>();
@@ -84,9 +103,7 @@ Expected<std::shared_ptr<const CollectiveTables>> ReadCollectiveSource(const Yam
   if (names.empty()) return tables.Error("expected at least one collective table file or folder");
   std::vector<std::string> paths;
   for (const std::string& n : names) paths.push_back(ResolveScenarioPath(ctx.scenario_dir, n));
-  auto loaded = CollectiveTables::Load(paths);
-  if (!loaded.ok()) return tables.Error(loaded.status().message());
-  return std::shared_ptr<const CollectiveTables>(std::make_shared<CollectiveTables>(std::move(loaded).value()));
+  return LoadCollectiveTables(tables, paths);
 }
 
 // Links kinds whose ranks are fully connected GPU to GPU (vLLM's is_fully_connected).
@@ -94,6 +111,29 @@ bool FullyConnected(const LinkSpec& link) { return link.kind == LinkKind::kNvlin
 
 bool BetweenNodes(const LinkSpec& link) {
   return link.kind == LinkKind::kInfiniband || link.kind == LinkKind::kRoce || link.kind == LinkKind::kEthernet;
+}
+
+// The tp and pp groups of the scenario's layout and the links between them; a located
+// error when a group of more than one rank has no link, or the model no hidden size.
+Expected<ParallelLinks> LinksOf(const YamlNode& node, const StepModelContext& ctx, std::string_view kind) {
+  ParallelLinks links;
+  links.tp = std::max<int64_t>(1, ctx.memory.layout.tp);
+  links.pp = std::max<int64_t>(1, ctx.memory.layout.pp);
+  links.tp_link = LinkCost::Of(ctx.tp_link);
+  links.pp_link = LinkCost::Of(ctx.pp_link);
+  links.tp_nvlink = FullyConnected(ctx.tp_link);
+  links.pp_spans_nodes = BetweenNodes(ctx.pp_link);
+  links.peer_to_peer = ctx.memory.gpu.peer_to_peer;
+  if (links.tp > 1 && links.tp_link.bandwidth <= 0) {
+    return node.Error(fmt::format("{} with tp > 1 needs the intra-node link (hardware.intra_node_link)", kind));
+  }
+  if (links.pp > 1 && links.pp_link.bandwidth <= 0) {
+    return node.Error(fmt::format("{} with pp > 1 needs the link between stages", kind));
+  }
+  if ((links.tp > 1 || links.pp > 1) && ctx.memory.model.hidden < 1) {
+    return node.Error(fmt::format("{} with tp or pp > 1 needs the model's hidden size", kind));
+  }
+  return links;
 }
 
 // {kind: kernel-table, dir: profile/tp1[, collectives: ...]}: the per-layer kernel tables
@@ -122,26 +162,33 @@ Built BuildKernelTable(const YamlNode& node, const StepModelContext& ctx) {
   }
   FP_ASSIGN_OR_RETURN(std::shared_ptr<const CollectiveTables> collectives,
                       ReadCollectiveSource(node["collectives"], ctx));
-  ParallelLinks links;
-  links.tp = std::max<int64_t>(1, ctx.memory.layout.tp);
-  links.pp = std::max<int64_t>(1, ctx.memory.layout.pp);
-  links.tp_link = LinkCost::Of(ctx.tp_link);
-  links.pp_link = LinkCost::Of(ctx.pp_link);
-  links.tp_nvlink = FullyConnected(ctx.tp_link);
-  links.pp_spans_nodes = BetweenNodes(ctx.pp_link);
-  links.peer_to_peer = ctx.memory.gpu.peer_to_peer;
-  if (links.tp > 1 && links.tp_link.bandwidth <= 0) {
-    return node.Error("kernel-table with tp > 1 needs the intra-node link (hardware.intra_node_link)");
-  }
-  if (links.pp > 1 && links.pp_link.bandwidth <= 0) {
-    return node.Error("kernel-table with pp > 1 needs the link between stages");
-  }
-  if (links.tp > 1 || links.pp > 1) {
-    if (model.hidden < 1) return node.Error("kernel-table with tp or pp > 1 needs the model's hidden size");
-    shape.hidden = model.hidden;
-  }
+  FP_ASSIGN_OR_RETURN(const ParallelLinks links, LinksOf(node, ctx, "kernel-table"));
+  if (links.tp > 1 || links.pp > 1) shape.hidden = model.hidden;
   shape.comm = ParallelComm(links, std::move(collectives));
   return std::unique_ptr<StepCostModel>(std::make_unique<KernelTableStepModel>(std::move(tables).value(), shape));
+}
+
+// {kind: aiconfigurator, dir: GPU folder[, version, moe_distribution, collectives]}: the
+// measured kernels of perf/aiconfigurator.h at the shapes of one rank of the scenario's
+// model and layout; collectives from `dir`/comm unless named.
+Built BuildAiconfigurator(const YamlNode& node, const StepModelContext& ctx) {
+  FP_RETURN_IF_ERROR(node.CheckKeys({"kind", "dir", "version", "moe_distribution", "collectives"}));
+  const YamlNode dir_node = node["dir"];
+  FP_ASSIGN_OR_RETURN(const std::string dir, dir_node.AsString());
+  AicSource source;
+  source.dir = ResolveScenarioPath(ctx.scenario_dir, dir);
+  FP_ASSIGN_OR_RETURN(source.version, node["version"].StringOr(kDefaultAicVersion));
+  FP_ASSIGN_OR_RETURN(source.moe_distribution, node["moe_distribution"].StringOr(kDefaultAicMoeDistribution));
+  auto shape = AicShapeOf(ctx.memory.model, ctx.memory.layout, ctx.memory.weight_dtype, ctx.memory.kv_dtype);
+  if (!shape.ok()) return node.Error(shape.status().message());
+  auto kernels = AicKernels::Load(source, *shape);
+  if (!kernels.ok()) return dir_node.Error(kernels.status().message());
+  const std::string comm_dir = (std::filesystem::path(source.dir) / "comm").string();
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<const CollectiveTables> collectives,
+                      ReadCollectiveSource(node["collectives"], ctx, comm_dir));
+  FP_ASSIGN_OR_RETURN(const ParallelLinks links, LinksOf(node, ctx, "aiconfigurator"));
+  return std::unique_ptr<StepCostModel>(std::make_unique<AicStepModel>(
+      std::move(kernels).value(), std::move(shape).value(), ParallelComm(links, std::move(collectives))));
 }
 
 struct Kind {
@@ -152,6 +199,7 @@ struct Kind {
 // Sorted by name; one entry per kind.
 constexpr Kind kKinds[] = {
     {"affine", &BuildAffine},
+    {"aiconfigurator", &BuildAiconfigurator},
     {"kernel-table", &BuildKernelTable},
     {"roofline", &BuildRoofline},
     {"table", &BuildTable},

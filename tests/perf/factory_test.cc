@@ -69,7 +69,8 @@ class ScenarioDir : public ::testing::Test {
 };
 
 TEST(MakeStepCostModel, KindsAreListedSorted) {
-  EXPECT_THAT(StepModelKinds(), ::testing::ElementsAre("affine", "kernel-table", "roofline", "table"));
+  EXPECT_THAT(StepModelKinds(),
+              ::testing::ElementsAre("affine", "aiconfigurator", "kernel-table", "roofline", "table"));
 }
 
 TEST(MakeStepCostModel, BuildsAffine) {
@@ -92,18 +93,18 @@ TEST(MakeStepCostModel, BuildsRoofline) {
 TEST(MakeStepCostModelErrors, UnknownKindHasDidYouMean) {
   EXPECT_EQ(Error("engine:\n  step_model:\n    kind: rooflin\n"),
             "scenario.yaml:3:11: engine.step_model.kind: unknown step model kind 'rooflin'; did "
-            "you mean 'roofline'? (valid: affine, kernel-table, roofline, table)\n"
+            "you mean 'roofline'? (valid: affine, aiconfigurator, kernel-table, roofline, table)\n"
             "    3 |     kind: rooflin\n"
             "      |           ^\n");
   EXPECT_THAT(Error("engine:\n  step_model:\n    kind: analytic\n"),
               StartsWith("scenario.yaml:3:11: engine.step_model.kind: unknown step model kind "
-                         "'analytic' (valid: affine, kernel-table, roofline, table)"));
+                         "'analytic' (valid: affine, aiconfigurator, kernel-table, roofline, table)"));
 }
 
 TEST(MakeStepCostModelErrors, NotAMapOrNoKind) {
   EXPECT_THAT(Error("engine:\n  step_model: roofline\n"),
               StartsWith("scenario.yaml:2:15: engine.step_model: expected a map with a `kind` "
-                         "(affine, kernel-table, roofline, table)"));
+                         "(affine, aiconfigurator, kernel-table, roofline, table)"));
   EXPECT_THAT(Error("engine:\n  step_model: {file: t.csv}\n"),
               StartsWith("scenario.yaml:2:15: engine.step_model: missing required field 'kind'"));
 }

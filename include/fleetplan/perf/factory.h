@@ -17,6 +17,11 @@
 //             peer access from the GPU; collectives from measured tables
 //             (perf/collective_tables.h) where they state the curve, else alpha-beta;
 //             `dir` and table paths resolve like `file`
+//   aiconfigurator {kind: aiconfigurator, dir: GPU folder[, version: 0.24.0,
+//             moe_distribution: balanced, collectives: ...]}: aiconfigurator's measured
+//             vLLM kernels (perf/aiconfigurator.h) at the shapes of one rank of the
+//             scenario's model, layout, weight and KV formats; collectives as for
+//             kernel-table, but absent means the measured tables under `dir`/comm
 // An unknown kind is a located error with did-you-mean and the valid names.
 //
 // CUDA graphs: when ctx.cuda_graphs is enabled the model is wrapped in GraphedStepModel
@@ -49,7 +54,8 @@ struct StepModelContext {
   CudaGraphPolicy cuda_graphs;  // engine.cuda_graphs; disabled = no decorator
 };
 
-// The default collective source of a kernel-table step model.
+// The default collective source of a kernel-table step model (an aiconfigurator model
+// reads `dir`/comm by default).
 inline constexpr const char* kAlphaBetaCollectives = "alpha-beta";
 
 // The valid `kind` names, sorted.
