@@ -1,16 +1,17 @@
 // Step cost models on the simulator's hot path: Cost() of one step of N chunks (a mix of
 // decodes and prefill chunks, as a continuous-batching engine builds them). The contract
 // is O(batch) with no allocation; docs/step-models.md quotes the figures.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-#include <fmt/format.h>
-
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/perf/affine.h"
+#include "fleetplan/perf/aiconfigurator.h"
 #include "fleetplan/perf/cuda_graphs.h"
 #include "fleetplan/perf/roofline.h"
 #include "fleetplan/perf/table.h"
@@ -88,11 +89,48 @@ void BM_GraphedAffineDecode(benchmark::State& state) {
   Run(state, model, /*decode_only=*/true);
 }
 
+// The aiconfigurator tables of H100 SXM (vLLM 0.24.0, the shared public data) for Atlas at
+// TP 4: AicShapeOf + AicKernels::Load, every table decompressed and filtered to the shapes
+// of one rank. Skipped when the data is not there.
+AicSource H100Tables() {
+  return AicSource{std::string(FLEETPLAN_SHARED_DATA) + "/profiles/aiconfigurator/h100_sxm"};
+}
+
+AicModelShape AtlasTp4() {
+  return AicShapeOf(Catalog::Builtin().Model("atlas-70b").value(), Parallelism{4, 1, 1}, DType::kBf16, DType::kBf16)
+      .value();
+}
+
+void BM_AiconfiguratorLoad(benchmark::State& state) {
+  const AicModelShape shape = AtlasTp4();
+  for (auto _ : state) {
+    auto k = AicKernels::Load(H100Tables(), shape);
+    if (!k.ok()) {
+      state.SkipWithError(k.status().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(k);
+  }
+}
+
+void BM_Aiconfigurator(benchmark::State& state) {
+  const AicModelShape shape = AtlasTp4();
+  auto k = AicKernels::Load(H100Tables(), shape);
+  if (!k.ok()) {
+    state.SkipWithError(k.status().message().c_str());
+    return;
+  }
+  const AicStepModel model(std::move(k).value(), shape, ParallelComm());
+  Run(state, model);
+}
+
 BENCHMARK(BM_Affine)->Arg(1)->Arg(32)->Arg(256);
 BENCHMARK(BM_Table)->Arg(1)->Arg(32)->Arg(256);
 BENCHMARK(BM_Roofline)->Arg(1)->Arg(32)->Arg(256);
 BENCHMARK(BM_RooflineSlidingWindow)->Arg(256);
 BENCHMARK(BM_GraphedAffineDecode)->Arg(200);
+BENCHMARK(BM_Aiconfigurator)->Arg(1)->Arg(32)->Arg(256);
+BENCHMARK(BM_AiconfiguratorLoad)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace fleetplan
