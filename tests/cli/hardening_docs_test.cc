@@ -243,8 +243,8 @@ TEST(HardeningDocs, D12_EveryYamlExampleInTheDocsRuns) {
       fs::create_directories((dir / self).parent_path());
       std::ofstream(dir / self) << b.text;
     }
-    // A kernel-table example names the user's profile folders (kernels, collectives); the
-    // test lends it the public ones when the public data is there.
+    // A kernel-table or aiconfigurator example names the user's profile folders (kernels,
+    // collectives); the test lends it the public ones when the public data is there.
     if (fleetplan::testing::HaveSharedData()) {
       fs::create_directories(dir / "profiles");
       for (const char* lent : {"llmservingsim/perf/RTX4090", "llmservingsim/perf/RTXPRO6000", "aiconfigurator"}) {
@@ -260,7 +260,9 @@ TEST(HardeningDocs, D12_EveryYamlExampleInTheDocsRuns) {
         std::cout << where << ": skipped (a Kubernetes manifest, not a fleetplan input)\n";
         continue;
       }
-      if (b.text.find("kind: kernel-table") != std::string::npos && !fleetplan::testing::HaveSharedData()) {
+      const bool measured = b.text.find("kind: kernel-table") != std::string::npos ||
+                            b.text.find("kind: aiconfigurator") != std::string::npos;
+      if (measured && !fleetplan::testing::HaveSharedData()) {
         std::cout << where << ": skipped (its kernel tables are public data, not present)\n";
         continue;
       }
