@@ -8,6 +8,7 @@
 // default is a constant, compared with the resolved Scenario) or is in the commented
 // list of keys whose default is not a constant (required, derived, "none"), and those
 // are checked for what can be checked.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,12 +26,12 @@
 #include <system_error>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleetplan/perf/aiconfigurator.h"
 #include "fleetplan/perf/factory.h"
+#include "support/shared_data.h"
 
 namespace fleetplan {
 namespace {
@@ -1040,7 +1041,7 @@ const std::vector<NonConstant>& NonConstants() {
        }},
       // Not kept in Scenario: the step model's own keys are read when the run builds the
       // model (perf/factory.cc); absent, a kernel-table model's collectives are alpha-beta.
-      {"engine.step_model.collectives", "alpha-beta", NonConstant::kNotStored,
+      {"engine.step_model.collectives", "alpha-beta; aiconfigurator: dir/comm", NonConstant::kNotStored,
        [] {
          // A one-op profile; TP 2 so the model has collectives to price.
          namespace fs = std::filesystem;
@@ -1061,7 +1062,22 @@ const std::vector<NonConstant>& NonConstants() {
          ASSERT_TRUE(m.ok()) << m.status().message();
          EXPECT_EQ((*m)->Describe()["parallel_comm"]["source"], kAlphaBetaCollectives);
          fs::remove_all(dir);
+         // An aiconfigurator model reads the measured tables under its dir/comm.
+         if (!fleetplan::testing::HaveSharedData()) return;
+         const std::string aic =
+             fs::path(fleetplan::testing::SharedPath("profiles/aiconfigurator/h100_sxm")).lexically_normal().string();
+         const auto aic_doc =
+             YamlDocument::LoadString("step_model: {kind: aiconfigurator, dir: " + aic + "}\n", "scenario.yaml");
+         ASSERT_TRUE(aic_doc.ok()) << aic_doc.status().message();
+         auto measured = MakeStepCostModel(aic_doc->root()["step_model"], ctx);
+         ASSERT_TRUE(measured.ok()) << measured.status().message();
+         EXPECT_EQ((*measured)->Describe()["parallel_comm"]["source"]["paths"], Json::array({aic + "/comm"}));
        }},
+      // Not kept in Scenario: read when the run builds an aiconfigurator model.
+      {"engine.step_model.version", "0.24.0", NonConstant::kNotStored,
+       [] { EXPECT_STREQ(kDefaultAicVersion, "0.24.0"); }},
+      {"engine.step_model.moe_distribution", "balanced", NonConstant::kNotStored,
+       [] { EXPECT_STREQ(kDefaultAicMoeDistribution, "balanced"); }},
   };
   return list;
 }
