@@ -69,7 +69,7 @@ std::optional<Duration> TightestTokenObjective(const SloSpec& slo) {
 }
 
 Duration StepTime(const FleetPlan& plan, const std::vector<StepChunk>& chunks) {
-  return plan.primary_pool().cost->Cost(chunks).gpu + plan.engine.host_overhead;
+  return plan.primary_pool().cost->Cost(chunks).gpu + plan.engine.host().Of(Summarize(chunks));
 }
 
 std::vector<DimensionRequirement> Requirements(const FleetPlan& plan, const WorkloadShape& shape, double demand_rps,

@@ -227,9 +227,20 @@ bool Engine::DeadlineUnreachable(const Request& r, SimTime now) const {
   const int64_t prompt = r.prompt_tokens();
   const int64_t cached = config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
   const StepChunk prefill{cached, prompt - cached, false};
-  Duration predicted = config_.host_overhead + cost_->Cost({&prefill, 1}).gpu;
-  if (r.output_tokens > 1) predicted += (config_.host_overhead + PredictedDecodeStep(prompt)) * (r.output_tokens - 1);
+  const HostOverhead host = config_.host();
+  Duration predicted = host.Of(Summarize({&prefill, 1})) + cost_->Cost({&prefill, 1}).gpu;
+  if (r.output_tokens > 1) {
+    StepShape decodes;
+    decodes.decode_seqs = running_count() + 1;
+    predicted += (host.Of(decodes) + PredictedDecodeStep(prompt)) * (r.output_tokens - 1);
+  }
   return now + predicted > *r.deadline;
+}
+
+Duration Engine::StepHost(std::span<const StepChunk> chunks) const {
+  const HostOverhead host = config_.host();
+  if (host.constant()) return host.per_step;
+  return host.Of(Summarize(chunks));
 }
 
 Duration Engine::PredictedDecodeStep(int64_t context) const {
@@ -656,7 +667,7 @@ int64_t Engine::CapByStepTime(int64_t new_tokens, int64_t context) const {
   trial.push_back({context, new_tokens, false});
   auto fits = [&](int64_t n) {
     trial.back().new_tokens = n;
-    return config_.host_overhead + cost_->Cost(trial).gpu <= *cap;
+    return StepHost(trial) + cost_->Cost(trial).gpu <= *cap;
   };
   if (fits(new_tokens)) return new_tokens;
   int64_t lo = 0;  // largest known to fit (0 = none)
@@ -816,7 +827,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   const StepCost cost = cost_->Cost(chunks_);
   in_flight_ = true;
   step_start_ = now;
-  step_host_ = config_.host_overhead;
+  step_host_ = StepHost(chunks_);
   step_gpu_ = cost.gpu;
   if (step_verify_tokens_ > 0) {
     const Duration draft = DraftTime();
@@ -830,6 +841,11 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
 
 // ---------------------------------------------------------------------------------------
 // Applying a step
+
+void Engine::StretchStep(SimTime end) {
+  FP_ASSERT(in_flight_ && end >= step_end_);
+  step_end_ = end;
+}
 
 template <bool kTokenEvents>
 void Engine::ApplyChunk(const Planned& p, SimTime now) {

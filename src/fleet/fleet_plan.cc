@@ -93,27 +93,34 @@ Json RouterJson(const RouterConfig& r) {
 
 Json EngineSettingsJson(const EngineConfig& e) {
   const SchedulerConfig& s = e.scheduler;
-  return Json{{"scheduler",
-               {{"policy", s.policy},
-                {"max_batched_tokens", s.max_batched_tokens},
-                {"max_running", s.max_running},
-                {"chunk_tokens", s.chunk_tokens},
-                {"max_decode_stall_ns", s.max_decode_stall.ns()},
-                {"aging_per_step", s.aging_per_step},
-                {"max_waiting", s.max_waiting}}},
-              {"admission", e.admission == AdmissionMode::kReserve ? "reserve" : "optimistic"},
-              {"block_tokens", e.block_tokens},
-              {"host_overhead_ns", e.host_overhead.ns()},
-              {"reject_unreachable_deadline", e.reject_unreachable_deadline},
-              {"prefix_cache",
-               {{"enabled", e.prefix_cache.enabled},
-                {"share_across_tenants", e.prefix_cache.share_across_tenants},
-                {"scope",
-                 {{"model_revision", e.prefix_cache.scope.model_revision},
-                  {"tokenizer", e.prefix_cache.scope.tokenizer},
-                  {"position_scheme", e.prefix_cache.scope.position_scheme},
-                  {"kv_format", e.prefix_cache.scope.kv_format}}}}},
-              {"speculation", e.speculation.Describe()}};
+  Json j{{"scheduler",
+          {{"policy", s.policy},
+           {"max_batched_tokens", s.max_batched_tokens},
+           {"max_running", s.max_running},
+           {"chunk_tokens", s.chunk_tokens},
+           {"max_decode_stall_ns", s.max_decode_stall.ns()},
+           {"aging_per_step", s.aging_per_step},
+           {"max_waiting", s.max_waiting}}},
+         {"admission", e.admission == AdmissionMode::kReserve ? "reserve" : "optimistic"},
+         {"block_tokens", e.block_tokens},
+         {"host_overhead_ns", e.host_overhead.ns()},
+         {"reject_unreachable_deadline", e.reject_unreachable_deadline},
+         {"prefix_cache",
+          {{"enabled", e.prefix_cache.enabled},
+           {"share_across_tenants", e.prefix_cache.share_across_tenants},
+           {"scope",
+            {{"model_revision", e.prefix_cache.scope.model_revision},
+             {"tokenizer", e.prefix_cache.scope.tokenizer},
+             {"position_scheme", e.prefix_cache.scope.position_scheme},
+             {"kv_format", e.prefix_cache.scope.kv_format}}}}},
+         {"speculation", e.speculation.Describe()}};
+  // The batch terms of the host overhead only when set, so plans without them keep their
+  // digests.
+  if (!e.host().constant()) {
+    j["host_per_sequence_ns"] = e.host_per_sequence.ns();
+    j["host_per_prefill_token_ns"] = e.host_per_prefill_token.ns();
+  }
+  return j;
 }
 
 Json PoolJson(const BoundPool& p) {

@@ -64,6 +64,34 @@ TEST(Engine, HostOverheadIsAddedToEveryStep) {
   ExpectPoolAtBaseline(*e);
 }
 
+TEST(Engine, HostOverheadFollowsTheStepsBatch) {
+  // host = 200 us + 30 us per sequence + 2 us per prompt token; GPU = 1 ms + 100 us per
+  // prompt token + 500 us per decode. A: 100-token prompt, 3 tokens; B: 20 tokens, 2.
+  const TestCostModel cost(Ms(1), Us(100), Us(500));
+  EngineConfig c = BaseConfig("decode-first");
+  c.host_overhead = Us(200);
+  c.host_per_sequence = Us(30);
+  c.host_per_prefill_token = Us(2);
+  RecordingObserver obs;
+  auto e = MakeEngine(c, cost, &obs);
+  RunEngine(*e, {MakeRequest(1, SimTime(), 100, 3), MakeRequest(2, SimTime(), 20, 2)});
+  ASSERT_EQ(obs.steps.size(), 4u);
+  // 1: A's first 64 prompt tokens alone: host 200 + 30 + 128 = 358 us, GPU 7.4 ms.
+  EXPECT_EQ(obs.steps[0].host, Us(358));
+  EXPECT_EQ(obs.steps[0].end, SimTime() + Us(7'758));
+  // 2: A's last 36 and B's 20 prompt tokens: host 200 + 60 + 112 = 372 us, GPU 6.6 ms.
+  EXPECT_EQ(obs.steps[1].host, Us(372));
+  EXPECT_EQ(obs.steps[1].end, SimTime() + Us(14'730));
+  // 3: two decodes: host 200 + 60 = 260 us, GPU 2 ms; B ends.
+  EXPECT_EQ(obs.steps[2].host, Us(260));
+  // 4: A decodes alone: host 230 us, GPU 1.5 ms.
+  EXPECT_EQ(obs.steps[3].host, Us(230));
+  EXPECT_EQ(obs.outcomes.at(1).first_token->ns(), Us(14'730).ns());
+  EXPECT_EQ(obs.outcomes.at(2).finish->ns(), Us(16'990).ns());
+  EXPECT_EQ(obs.outcomes.at(1).finish->ns(), Us(18'720).ns());
+  ExpectPoolAtBaseline(*e);
+}
+
 // A decoding stream meets a burst of long prompts.
 struct StreamAndBurst {
   RequestOutcome stream;

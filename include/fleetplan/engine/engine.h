@@ -77,6 +77,7 @@
 #include "fleetplan/engine/scheduling_policy.h"
 #include "fleetplan/engine/speculation.h"
 #include "fleetplan/perf/cuda_graphs.h"
+#include "fleetplan/perf/host_overhead.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleetplan/workload/request.h"
 
@@ -100,7 +101,12 @@ struct EngineConfig {
   // The model's context window (model.max_context): a request whose prompt + output is
   // longer is rejected at Submit with a reason starting "context". 0 = no limit.
   int64_t max_context = 0;
-  Duration host_overhead;           // CPU time per step the GPU waits for
+  Duration host_overhead;  // CPU time per step the GPU waits for (the per-step term)
+  // The batch-dependent terms of the host overhead (perf/host_overhead.h): per scheduled
+  // sequence and per prompt token computed. Zero (the default): host_overhead alone.
+  Duration host_per_sequence;
+  Duration host_per_prefill_token;
+  HostOverhead host() const { return {host_overhead, host_per_sequence, host_per_prefill_token}; }
   bool reject_unreachable_deadline = true;
   PrefixCacheConfig prefix_cache;
   // engine.cuda_graphs: only counted here (bucket hit, padding, fallback); the cost of a
@@ -341,6 +347,11 @@ class Engine {
   // Plans a step at `now`; returns its end time, or nullopt when there is nothing to run.
   // REQUIRES: !step_in_flight().
   std::optional<SimTime> StartStep(SimTime now);
+  // Moves the end of the step in flight to `end`: the replica waits for the other ranks it
+  // steps in lock-step with (fleet/simulation.h ReplicaSetup::lockstep_group). The step's
+  // host and GPU times stay as planned; its record spans start to `end`.
+  // REQUIRES: step_in_flight(), end >= the planned end.
+  void StretchStep(SimTime end);
   // Applies the step in flight. REQUIRES: step_in_flight(), now == its end time.
   void FinishStep(SimTime now);
 
@@ -387,6 +398,9 @@ class Engine {
   // GPU time of a decode step of everything running plus one more, each `context`
   // tokens long (DeadlineUnreachable's prediction).
   Duration PredictedDecodeStep(int64_t context) const;
+  // The host overhead of a step of `chunks` (EngineConfig::host()); O(1) when it does not
+  // depend on the batch, O(batch) otherwise.
+  Duration StepHost(std::span<const StepChunk> chunks) const;
 
   // The waiting queue. Each time a request enters it, it takes a position: submissions
   // increasing ones at the back, preemptions decreasing ones at the front, so queue
