@@ -613,6 +613,10 @@ void Simulation::AddComponentReports(Duration span, Json& report) const {
 
 void Simulation::MaybeStart(int32_t replica, SimTime now) {
   Replica& rep = table_[static_cast<size_t>(replica)];
+  if (rep.setup.lockstep_group >= 0) {
+    MaybeStartGroup(replica, now);
+    return;
+  }
   Engine& e = *rep.engine;
   if (rep.in_engine_call || e.step_in_flight() || !e.HasWork()) {
     if (!rep.in_engine_call) MaybeGone(replica);
@@ -630,6 +634,53 @@ void Simulation::MaybeStart(int32_t replica, SimTime now) {
   // Planning found nothing to run (its waiting requests timed out): blocks may be free.
   AfterRelease(replica, now);
   MaybeGone(replica);
+}
+
+void Simulation::MaybeStartGroup(int32_t replica, SimTime now) {
+  const int32_t group = table_[static_cast<size_t>(replica)].setup.lockstep_group;
+  // Members in replica order (the table's order is stable): the group starts only when no
+  // member is inside an engine call or has a step in flight.
+  std::vector<int32_t> members;
+  bool work = false;
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const Replica& m = table_[i];
+    if (m.setup.lockstep_group != group) continue;
+    if (m.in_engine_call || m.engine->step_in_flight()) return;
+    members.push_back(static_cast<int32_t>(i));
+    work = work || m.engine->HasWork();
+  }
+  if (!work) {
+    for (int32_t m : members) MaybeGone(m);
+    return;
+  }
+  SimTime end = now;
+  std::vector<int32_t> started;
+  std::vector<int32_t> idle;  // no work, or planning found nothing to run
+  for (int32_t m : members) {
+    Engine& e = *table_[static_cast<size_t>(m)].engine;
+    if (!e.HasWork()) {
+      idle.push_back(m);
+      continue;
+    }
+    std::optional<SimTime> member_end;
+    {
+      EngineCall call(this, m);
+      member_end = e.StartStep(now);
+    }
+    if (member_end) {
+      started.push_back(m);
+      end = std::max(end, *member_end);
+    } else {
+      // Planning found nothing to run (its waiting requests timed out): blocks may be free.
+      AfterRelease(m, now);
+      idle.push_back(m);
+    }
+  }
+  for (int32_t m : started) {
+    table_[static_cast<size_t>(m)].engine->StretchStep(end);
+    queue_.Push(end, this, kStepDone, m);
+  }
+  for (int32_t m : idle) MaybeGone(m);
 }
 
 void Simulation::AfterRelease(int32_t replica, SimTime now) {

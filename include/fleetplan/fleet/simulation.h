@@ -79,6 +79,13 @@ struct ReplicaSetup {
   PoolRole role = PoolRole::kMixed;
   int64_t kv_bytes_per_token = 0;    // the whole replica's (all ranks); prefill: what moves
   int64_t link_bytes_per_second = 0; // prefill: the replica's KV transfer link
+  // Replicas with the same group >= 0 step in lock-step, as vLLM's data-parallel ranks of
+  // an MoE model do (their expert layers exchange tokens every step): a step starts on
+  // every member at once, when none has one in flight and any has work, and ends on every
+  // member at the latest member's end (Engine::StretchStep); a member without work sits
+  // the step out (vLLM runs a dummy batch there, whose time the longest member's covers).
+  // -1: the replica steps on its own.
+  int32_t lockstep_group = -1;
 };
 
 // A prefix-cache invalidation (engine.h) applied to every replica at `at`.
@@ -349,6 +356,8 @@ class Simulation final : public EventHandler {
   // engine call already (its callbacks can reach here); the caller of that engine call
   // starts it afterwards.
   void MaybeStart(int32_t replica, SimTime now);
+  // MaybeStart for a replica of a lock-step group (ReplicaSetup::lockstep_group).
+  void MaybeStartGroup(int32_t replica, SimTime now);
   // After `replica` may have freed blocks: the components' AfterRelease.
   void AfterRelease(int32_t replica, SimTime now);
   // A request bound for a lost replica that is in no engine (a component's handoff, given
