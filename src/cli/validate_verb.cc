@@ -33,6 +33,7 @@ struct ValidateFlags {
   bool json = false;
   bool allow_mismatch = false;
   bool quiet = false;
+  bool independent_dp_ranks = false;
 };
 
 // The queue time series in two lines: mean and max of running and waiting requests over
@@ -58,6 +59,31 @@ void PrintQueue(const Json& series, std::ostream& out) {
   }
 }
 
+// The error by step kind (docs/validate.md "Error by step kind"): per span, the predicted
+// time in each kind, its contribution to the span's error and the kind's fitted step error.
+void PrintKinds(const Json& k, std::ostream& out) {
+  out << "steps by kind:";
+  for (const char* kind : {"prefill", "decode", "mixed"}) {
+    out << fmt::format("  {} {} (mean {:.2f} ms)", kind, k["steps"][kind]["count"].get<int64_t>(),
+                       k["steps"][kind]["mean_ms"].get<double>());
+  }
+  out << "\n";
+  for (const char* span : {"ttft", "decode"}) {
+    const Json& s = k[span];
+    out << fmt::format("{:<6} span: measured mean {:.2f} ms, error {:+.1f}% =", span, s["measured_ms"].get<double>(),
+                       s["total_error_pct"].get<double>());
+    for (const auto& item : s.at("kinds").items()) {
+      const std::string& name = item.key();
+      const Json& x = item.value();
+      const Json& e = x["step_error_pct"];
+      out << fmt::format("  {} {:+.1f}% ({:.0f}% of time, steps {})", name, x["contribution_pct"].get<double>(),
+                         x["share_pct"].get<double>(),
+                         e.is_null() ? std::string("not identified") : fmt::format("{:+.1f}%", e.get<double>()));
+    }
+    out << "\n";
+  }
+}
+
 void PrintText(const Json& j, std::ostream& out) {
   out << fmt::format("run {} ({}; tp {}, dp {}, ep {})\n", j["run"]["name"].get<std::string>(),
                      j["run"]["model"].get<std::string>(), j["run"]["tp"].get<int64_t>(), j["run"]["dp"].get<int64_t>(),
@@ -71,10 +97,13 @@ void PrintText(const Json& j, std::ostream& out) {
   if (source.rfind("none", 0) == 0) {
     out << fmt::format("calibration {}\n", source);
   } else {
-    out << fmt::format("calibration {} (host overhead {} us, gpu scale {}{})\n", source,
-                       j["calibration"]["host_overhead_us"].get<double>(),
-                       j["calibration"]["gpu_time_scale"].get<double>(),
-                       fitted_on.empty() ? "" : "; fitted on: " + fitted_on);
+    out << fmt::format(
+        "calibration {} (host overhead {} us per step + {} us per sequence + {} ns per prompt "
+        "token, gpu scale {}{})\n",
+        source, j["calibration"]["host_overhead_us"].get<double>(),
+        j["calibration"]["host_per_sequence_us"].get<double>(),
+        j["calibration"]["host_per_prefill_token_ns"].get<int64_t>(), j["calibration"]["gpu_time_scale"].get<double>(),
+        fitted_on.empty() ? "" : "; fitted on: " + fitted_on);
   }
   out << fmt::format("{:<6}{:>34}{:>34}{:>34}{:>34}{:>9}\n", "metric", "mean measured/predicted ms",
                      "p50 measured/predicted ms", "p90 measured/predicted ms", "p99 measured/predicted ms", "MAPE %");
@@ -88,6 +117,7 @@ void PrintText(const Json& j, std::ostream& out) {
     }
     out << line << fmt::format("{:>9.2f}\n", x["mape_pct"].get<double>());
   }
+  PrintKinds(j["by_step_kind"], out);
   PrintQueue(j["timeseries"], out);
   out << fmt::format("steps {}, extrapolated {}\n", j["simulation"]["steps"].get<int64_t>(),
                      j["simulation"]["extrapolated_steps"].get<int64_t>());
@@ -132,7 +162,7 @@ Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
   if (progress && !fitted.ok()) progress->Abandon();
   progress.reset();
   FP_ASSIGN_OR_RETURN(const Calibration c, std::move(fitted));
-  for (const std::string& w : CalibrationGridEdges(c)) err << "warning: validate --fit: " << w << "\n";
+  for (const std::string& w : CalibrationWarnings(c)) err << "warning: validate --fit: " << w << "\n";
   FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(CalibrationJson(c)));
   if (const Status written = WriteOutputFile(f.fit_out, text + "\n"); !written.ok()) {
     return LocatedError(SourceLocation{}, "--fit", written.message());
@@ -148,6 +178,7 @@ Status RunValidate(const ValidateFlags& f, std::ostream& out, std::ostream& err)
   ValidationOptions options;
   options.profile_dir = f.profile;
   options.allow_mismatch = f.allow_mismatch;
+  options.independent_dp_ranks = f.independent_dp_ranks;
   if (!f.calibration.empty()) {
     FP_ASSIGN_OR_RETURN(options.calibration, LoadCalibration(f.calibration));
   }
@@ -181,11 +212,14 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
   cmd->add_option("--profile", f.profile,
                   "Kernel-table folder (with dense.csv), or its parent holding tp<N>/ "
                   "(default: <run>/../../../perf/<hw>/<model>/bf16/tp<N>)");
-  cmd->add_option("--calibration", f.calibration, "Calibration file (fleetplan-calibration-v1 JSON)");
+  cmd->add_option("--calibration", f.calibration, "Calibration file (fleetplan-calibration-v2 JSON; v1 is read too)");
   cmd->add_option("--fit", f.fit_out, "Fit a calibration on the given runs and write it to this file");
   cmd->add_flag("--allow-mismatch", f.allow_mismatch,
                 "Replay with a profile whose meta.json names another model or GPU than the run (refused "
                 "otherwise, exit 3); the report's notes say so");
+  cmd->add_flag("--independent-dp-ranks", f.independent_dp_ranks,
+                "Replay the data-parallel ranks of an MoE model as independent replicas rather than in "
+                "lock-step (an ablation: what the lock-step changes)");
   cmd->add_flag("--json", f.json, "Print the canonical JSON report");
   cmd->add_flag("--quiet", f.quiet, "No progress on stderr during --fit (otherwise: a bar with ETA on a terminal, "
                                     "plain lines in a log)");

@@ -24,7 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kCalibrationSchema = "fleetplan-calibration-v1";
+constexpr std::string_view kCalibrationSchemaV1 = "fleetplan-calibration-v1";
+constexpr std::string_view kCalibrationSchema = "fleetplan-calibration-v2";
 // Content ids of the replayed prompts: one unique segment per request, so no prefix is
 // shared (the runs' prompts are distinct ShareGPT conversations; their token ids were
 // not published).
@@ -110,6 +111,7 @@ Status ReadMeta(const std::string& dir, MeasuredRun* run, int64_t* num_requests)
   const Json::json_pointer device("/hardware/device_name");
   if (meta.contains(device) && meta.at(device).is_string()) run->gpu = meta.at(device).get<std::string>();
   FP_ASSIGN_OR_RETURN(run->catalog_model, CatalogModelName(run->hf_model, path));
+  run->moe = Catalog::Builtin().Model(run->catalog_model)->moe.has_value();
   FP_ASSIGN_OR_RETURN(auto tp, MetaCount(meta, path, "engine_kwargs.tensor_parallel_size", false));
   FP_ASSIGN_OR_RETURN(auto dp, MetaCount(meta, path, "engine_kwargs.data_parallel_size", false));
   FP_ASSIGN_OR_RETURN(auto seqs, MetaCount(meta, path, "engine_kwargs.max_num_seqs", true));
@@ -407,14 +409,16 @@ Expected<std::shared_ptr<const StepCostModel>> BuildModel(const MeasuredRun& run
 }
 
 FleetSetup BuildFleet(const MeasuredRun& run, std::shared_ptr<const StepCostModel> model, const Calibration& cal,
-                      std::vector<std::string>* notes) {
+                      bool independent_dp_ranks, std::vector<std::string>* notes) {
   EngineConfig e;
   e.scheduler.policy = "decode-first";
   e.scheduler.max_batched_tokens = run.max_num_batched_tokens;
   e.scheduler.max_running = run.max_num_seqs;
   e.scheduler.chunk_tokens = run.max_num_batched_tokens;
   e.block_tokens = run.block_size;
-  e.host_overhead = cal.host_overhead;
+  e.host_overhead = cal.host.per_step;
+  e.host_per_sequence = cal.host.per_sequence;
+  e.host_per_prefill_token = cal.host.per_prefill_token;
   if (run.kv_blocks) {
     e.kv_blocks = *run.kv_blocks;
   } else {
@@ -429,6 +433,11 @@ FleetSetup BuildFleet(const MeasuredRun& run, std::shared_ptr<const StepCostMode
   }
   FleetSetup setup;
   for (int64_t r = 0; r < run.dp; ++r) setup.replicas.push_back(ReplicaSetup{e, model});
+  // vLLM steps the data-parallel ranks of an MoE model together (their expert layers
+  // exchange tokens every step; an idle rank runs a dummy batch): one lock-step group.
+  if (run.dp > 1 && run.moe && !independent_dp_ranks) {
+    for (ReplicaSetup& r : setup.replicas) r.lockstep_group = 0;
+  }
   setup.router.policy = "least-outstanding";
   return setup;
 }
@@ -437,14 +446,17 @@ struct Replay {
   Recorder recorder;
   int64_t replicas = 1;
   int64_t extrapolated_steps = 0;
+  bool lockstep = false;  // the DP ranks stepped together
   std::vector<std::string> notes;
   Json model;
 };
 
-Status Simulate(const MeasuredRun& run, const std::string& profile, const Calibration& cal, Replay* out) {
+Status Simulate(const MeasuredRun& run, const std::string& profile, const Calibration& cal, Replay* out,
+                bool independent_dp_ranks = false) {
   FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> model, BuildModel(run, profile, cal));
   out->model = model->Describe();
-  const FleetSetup setup = BuildFleet(run, model, cal, &out->notes);
+  const FleetSetup setup = BuildFleet(run, model, cal, independent_dp_ranks, &out->notes);
+  out->lockstep = !setup.replicas.empty() && setup.replicas[0].lockstep_group >= 0;
   out->replicas = static_cast<int64_t>(setup.replicas.size());
   FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(setup, &out->recorder));
   std::vector<Request> requests;
@@ -487,22 +499,56 @@ std::string DefaultProfileDir(const MeasuredRun& run) {
   return (root / "perf" / hw / run.hf_model / "bf16" / fmt::format("tp{}", run.tp)).string();
 }
 
+namespace {
+
+// A calibration time field: a number of `unit`s in [0, 1e6] (absent: 0).
+Expected<Duration> CalibrationTime(const Json& j, const std::string& path, const char* key, double ns_per_unit) {
+  if (!j.contains(key)) return Duration();
+  const Json& v = j[key];
+  if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1e6) {
+    return MetaError(
+        path, key,
+        fmt::format("expected a number of {} in [0, 1e6]", ns_per_unit == 1 ? "nanoseconds" : "microseconds"));
+  }
+  return Duration::Nanos(std::llround(v.get<double>() * ns_per_unit));
+}
+
+}  // namespace
+
 Expected<Calibration> LoadCalibration(const std::string& path) {
   FP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
   FP_ASSIGN_OR_RETURN(const Json j, ParseJsonObject(path, text));
-  static const std::vector<std::string> kKeys = {"fitted_on", "gpu_time_scale", "host_overhead_us", "method", "schema"};
+  const Json schema = j.value("schema", Json());
+  const std::string schema_name = schema.is_string() ? schema.get<std::string>() : std::string();
+  const bool v1 = schema_name == kCalibrationSchemaV1;
+  if (!v1 && schema_name != kCalibrationSchema) {
+    return MetaError(path, "schema",
+                     fmt::format("expected '{}' (or the older '{}'), got {}", kCalibrationSchema, kCalibrationSchemaV1,
+                                 schema.is_null() ? "none" : schema.dump()));
+  }
+  static const std::vector<std::string> kKeysV1 = {"fitted_on", "gpu_time_scale", "host_overhead_us", "method",
+                                                   "schema"};
+  static const std::vector<std::string> kKeys = {
+      "fitted_on", "gpu_time_scale", "host_overhead_us", "host_per_prefill_token_ns", "host_per_sequence_us",
+      "method",    "schema"};
   for (const auto& item : j.items()) {
     const std::string& k = item.key();
+    if (v1 && std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end() &&
+        std::find(kKeysV1.begin(), kKeysV1.end(), k) == kKeysV1.end()) {
+      return MetaError(path, k,
+                       fmt::format("a batch term of the host overhead needs schema '{}' (the file says '{}')",
+                                   kCalibrationSchema, kCalibrationSchemaV1));
+    }
     if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) return MetaError(path, k, UnknownNameMessage("key", k, kKeys));
   }
-  if (j.value("schema", "") != kCalibrationSchema) return MetaError(path, "schema", fmt::format("expected '{}'", kCalibrationSchema));
   Calibration c;
   c.source = path;
-  const Json host = j.value("host_overhead_us", Json());
-  if (!host.is_number() || host.get<double>() < 0 || host.get<double>() > 1e6) {
-    return MetaError(path, "host_overhead_us", "expected a number of microseconds in [0, 1e6]");
+  if (!j.contains("host_overhead_us")) {
+    return MetaError(path, "host_overhead_us", "missing required field (microseconds of host overhead per step)");
   }
-  c.host_overhead = Duration::FromMillisRounded(host.get<double>() / 1e3);
+  FP_ASSIGN_OR_RETURN(c.host.per_step, CalibrationTime(j, path, "host_overhead_us", 1e3));
+  FP_ASSIGN_OR_RETURN(c.host.per_sequence, CalibrationTime(j, path, "host_per_sequence_us", 1e3));
+  FP_ASSIGN_OR_RETURN(c.host.per_prefill_token, CalibrationTime(j, path, "host_per_prefill_token_ns", 1));
   const Json scale = j.value("gpu_time_scale", Json(1.0));
   if (!scale.is_number() || scale.get<double>() <= 0 || scale.get<double>() > 10) {
     return MetaError(path, "gpu_time_scale", "expected a number in (0, 10]");
@@ -521,7 +567,9 @@ Expected<Calibration> LoadCalibration(const std::string& path) {
 Json CalibrationJson(const Calibration& c) {
   Json j;
   j["schema"] = kCalibrationSchema;
-  j["host_overhead_us"] = Round4(c.host_overhead.micros());
+  j["host_overhead_us"] = Round4(c.host.per_step.micros());
+  j["host_per_sequence_us"] = Round4(c.host.per_sequence.micros());
+  j["host_per_prefill_token_ns"] = c.host.per_prefill_token.ns();
   j["gpu_time_scale"] = Round4(c.gpu_time_scale);
   j["fitted_on"] = c.fitted_on;
   j["method"] = c.method;
@@ -575,7 +623,16 @@ std::vector<std::string> Notes(const MeasuredRun& run, const Replay& replay) {
   std::vector<std::string> notes = run.notes;
   for (const std::string& n : replay.notes) notes.push_back(n);
   notes.push_back("prompts replayed as unique content: no prefix-cache hits (token ids not in the run directory)");
-  if (run.dp > 1) notes.push_back("DP ranks simulated as independent replicas (no lock-step between ranks)");
+  if (replay.lockstep) {
+    notes.push_back(
+        "DP ranks of an MoE model step in lock-step (as vLLM runs them): a step starts on every rank at "
+        "once and ends on every rank when the slowest ends");
+  } else if (run.dp > 1) {
+    notes.push_back(run.moe
+                        ? "DP ranks simulated as independent replicas (--independent-dp-ranks: vLLM steps an MoE "
+                          "model's ranks together)"
+                        : "DP ranks simulated as independent replicas (a dense model's ranks do not step together)");
+  }
   if (run.ep > 1) notes.push_back("EP exchange per MoE layer over " + run.link_source);
   if (run.tp > 1) {
     notes.push_back(fmt::format("TP: {} all-reduces of the layer's activations per layer over {} (alpha-beta, vLLM's "
@@ -642,7 +699,7 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
   std::vector<std::string> profile_notes;
   FP_RETURN_IF_ERROR(CheckProfileMatchesRun(run, profile, options.allow_mismatch, &profile_notes));
   Replay replay;
-  FP_RETURN_IF_ERROR(Simulate(run, profile, options.calibration, &replay));
+  FP_RETURN_IF_ERROR(Simulate(run, profile, options.calibration, &replay, options.independent_dp_ranks));
   FP_ASSIGN_OR_RETURN(const Metrics x, PairUp(run, replay));
   ValidationResult res;
   Json& j = res.json;
@@ -655,6 +712,15 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
   j["metrics"]["tpot"] = MetricJson(x.tpot, &res.tpot_mean_error_pct);
   j["metrics"]["e2e"] = MetricJson(x.e2e, &res.e2e_mean_error_pct);
   j["timeseries"] = TimeSeries(run, replay.recorder.steps, replay.replicas);
+  std::vector<KindRequest> kind_requests;
+  for (const MeasuredRequest& m : run.requests) {
+    const RequestOutcome& o = replay.recorder.outcomes.at(m.request.id);  // PairUp checked every one finished
+    KindRequest k{o.replica, o.arrival, *o.first_token, *o.finish, m.ttft, std::nullopt};
+    if (m.tpot && o.output_tokens >= 2) k.measured_decode = m.e2e - m.ttft;
+    kind_requests.push_back(k);
+  }
+  res.kinds = DecomposeByStepKind(replay.recorder.steps, kind_requests);
+  j["by_step_kind"] = res.kinds.ToJson();
   j["simulation"] = {{"steps", static_cast<int64_t>(replay.recorder.steps.size())},
                      {"extrapolated_steps", replay.extrapolated_steps},
                      {"scheduler", "decode-first (vLLM v1: running first, then waiting FCFS, chunked prefill)"},
@@ -666,26 +732,355 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
 
 namespace {
 
-double FitLoss(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& profiles, const Calibration& c,
-               Status* error) {
-  double loss = 0;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    auto res = ValidateRun(runs[i], ValidationOptions{profiles[i], c});
-    if (!res.ok()) {
-      *error = res.status();
-      return 0;
+// Solves the n x n system m * x = b (row-major m) by Gaussian elimination with partial
+// pivoting; nullopt when a pivot is below 1e-12 of the largest diagonal entry (the
+// columns are collinear: the data does not identify every unknown).
+std::optional<std::vector<double>> SolveLinear(std::vector<double> m, std::vector<double> b, size_t n) {
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(m[i * n + i]));
+  if (scale <= 0) return std::nullopt;
+  for (size_t c = 0; c < n; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < n; ++r) {
+      if (std::abs(m[r * n + c]) > std::abs(m[pivot * n + c])) pivot = r;
     }
-    loss += std::abs(res->tpot_mean_error_pct) + std::abs(res->e2e_mean_error_pct);
+    if (std::abs(m[pivot * n + c]) < 1e-12 * scale) return std::nullopt;
+    if (pivot != c) {
+      for (size_t k = 0; k < n; ++k) std::swap(m[c * n + k], m[pivot * n + k]);
+      std::swap(b[c], b[pivot]);
+    }
+    for (size_t r = c + 1; r < n; ++r) {
+      const double f = m[r * n + c] / m[c * n + c];
+      for (size_t k = c; k < n; ++k) m[r * n + k] -= f * m[c * n + k];
+      b[r] -= f * b[c];
+    }
   }
-  return loss / static_cast<double>(runs.size());
+  std::vector<double> x(n, 0.0);
+  for (size_t i = n; i-- > 0;) {
+    double v = b[i];
+    for (size_t k = i + 1; k < n; ++k) v -= m[i * n + k] * x[k];
+    x[i] = v / m[i * n + i];
+  }
+  return x;
 }
 
-// Grid of the fit: host overhead 0..kMaxHostUs in kHostStepUs, scale kScaleLo..kScaleHi.
-constexpr int64_t kHostStepUs = 100;
-constexpr int64_t kMaxHostUs = 4000;
-constexpr int64_t kScaleSteps = 16;
-constexpr double kScaleLo = 0.70;
-constexpr double kScaleStep = 0.04;
+// Weighted normal equations of a least-squares problem: sum_i w_i (y_i - x_i . theta)^2.
+struct NormalEquations {
+  explicit NormalEquations(size_t unknowns) : n(unknowns), m(unknowns * unknowns, 0.0), b(unknowns, 0.0) {}
+  void Add(const std::vector<double>& x, double y, double w) {
+    for (size_t i = 0; i < n; ++i) {
+      b[i] += w * x[i] * y;
+      for (size_t k = 0; k < n; ++k) m[i * n + k] += w * x[i] * x[k];
+    }
+  }
+  // The least-squares solution restricted to the unknowns in `use` (others 0).
+  std::optional<std::vector<double>> Solve(const std::vector<size_t>& use) const {
+    const size_t k = use.size();
+    std::vector<double> sm(k * k), sb(k);
+    for (size_t i = 0; i < k; ++i) {
+      sb[i] = b[use[i]];
+      for (size_t j = 0; j < k; ++j) sm[i * k + j] = m[use[i] * n + use[j]];
+    }
+    auto sub = SolveLinear(std::move(sm), std::move(sb), k);
+    if (!sub) return std::nullopt;
+    std::vector<double> x(n, 0.0);
+    for (size_t i = 0; i < k; ++i) x[use[i]] = (*sub)[i];
+    return x;
+  }
+  // The loss up to a constant: theta' M theta - 2 theta' b.
+  double Loss(const std::vector<double>& x) const {
+    double l = 0;
+    for (size_t i = 0; i < n; ++i) {
+      l -= 2 * x[i] * b[i];
+      for (size_t k = 0; k < n; ++k) l += x[i] * m[i * n + k] * x[k];
+    }
+    return l;
+  }
+  size_t n;
+  std::vector<double> m;
+  std::vector<double> b;
+};
+
+// The steps of one replica in start order, with their ends for binary search.
+struct ReplicaSteps {
+  std::vector<const StepRecord*> steps;
+  std::vector<SimTime> ends;
+};
+
+std::vector<ReplicaSteps> ByReplica(const std::vector<StepRecord>& steps) {
+  std::vector<ReplicaSteps> out;
+  for (const StepRecord& s : steps) {
+    const size_t r = static_cast<size_t>(s.replica);
+    if (out.size() <= r) out.resize(r + 1);
+    out[r].steps.push_back(&s);
+    out[r].ends.push_back(s.end);
+  }
+  return out;
+}
+
+// Calls fn(step, overlap) for every step of `r` that ended in (from, to], with the part of
+// the step inside the span.
+template <typename Fn>
+void ForStepsIn(const ReplicaSteps& r, SimTime from, SimTime to, Fn fn) {
+  auto it = std::upper_bound(r.ends.begin(), r.ends.end(), from);
+  for (size_t i = static_cast<size_t>(it - r.ends.begin()); i < r.steps.size() && r.ends[i] <= to; ++i) {
+    const StepRecord& s = *r.steps[i];
+    fn(s, std::min(s.end, to) - std::max(s.start, from));
+  }
+}
+
+// Cuts one span into time per kind (index kStepKinds = no step in flight).
+std::array<double, kStepKinds + 1> SpanByKind(const ReplicaSteps& r, SimTime from, SimTime to,
+                                              std::array<bool, kStepKinds>* touched) {
+  std::array<double, kStepKinds + 1> ms{};
+  Duration covered;
+  ForStepsIn(r, from, to, [&](const StepRecord& s, Duration overlap) {
+    const size_t k = static_cast<size_t>(ClassifyStep(s.shape));
+    ms[k] += overlap.millis();
+    (*touched)[k] = true;
+    covered += overlap;
+  });
+  ms[kStepKinds] = std::max(0.0, (to - from - covered).millis());
+  return ms;
+}
+
+// Fills a span's figures from per-request predicted time by kind and measured totals.
+void SpanFigures(const std::vector<std::array<double, kStepKinds + 1>>& predicted, const std::vector<double>& measured,
+                 KindSpanFigures* f) {
+  const size_t n = predicted.size();
+  f->requests = static_cast<int64_t>(n);
+  if (n == 0) return;
+  double measured_sum = 0, predicted_sum = 0;
+  std::array<double, kStepKinds + 1> by_kind{};
+  std::array<double, kStepKinds + 1> contribution{};
+  for (size_t i = 0; i < n; ++i) {
+    double total = 0;
+    for (size_t k = 0; k <= kStepKinds; ++k) total += predicted[i][k];
+    measured_sum += measured[i];
+    predicted_sum += total;
+    for (size_t k = 0; k <= kStepKinds; ++k) {
+      by_kind[k] += predicted[i][k];
+      if (total > 0) contribution[k] += (total - measured[i]) * predicted[i][k] / total;
+    }
+  }
+  const double count = static_cast<double>(n);
+  f->measured_ms = Round4(measured_sum / count);
+  f->total_error_pct = measured_sum > 0 ? Round4(100.0 * (predicted_sum - measured_sum) / measured_sum) : 0.0;
+  for (size_t k = 0; k <= kStepKinds; ++k) {
+    f->predicted_ms[k] = Round4(by_kind[k] / count);
+    f->contribution_pct[k] = measured_sum > 0 ? Round4(100.0 * contribution[k] / measured_sum) : 0.0;
+  }
+  // Kinds with at least kMinShare of the measured time enter the regression; the others
+  // stay at their predicted time (their e_k is not identified).
+  constexpr double kMinShare = 0.01;
+  std::vector<size_t> use;
+  for (size_t k = 0; k <= kStepKinds; ++k) {
+    if (measured_sum > 0 && by_kind[k] >= kMinShare * measured_sum) use.push_back(k);
+  }
+  while (!use.empty()) {
+    NormalEquations eq(kStepKinds + 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (measured[i] <= 0) continue;
+      std::vector<double> x(kStepKinds + 1, 0.0);
+      double fixed = 0;
+      for (size_t k = 0; k <= kStepKinds; ++k) {
+        if (std::find(use.begin(), use.end(), k) != use.end())
+          x[k] = predicted[i][k];
+        else
+          fixed += predicted[i][k];
+      }
+      eq.Add(x, measured[i] - fixed, 1.0 / (measured[i] * measured[i]));
+    }
+    if (const auto u = eq.Solve(use)) {
+      // measured_k = u_k * predicted_k: the kind's error is predicted / measured - 1.
+      for (size_t k : use) {
+        if ((*u)[k] > 0) f->step_error_pct[k] = Round4(100.0 * (1.0 / (*u)[k] - 1.0));
+      }
+      return;
+    }
+    // Collinear: drop the kind with the least time and try again.
+    size_t least = 0;
+    for (size_t i = 1; i < use.size(); ++i) {
+      if (by_kind[use[i]] < by_kind[use[least]]) least = i;
+    }
+    use.erase(use.begin() + static_cast<std::ptrdiff_t>(least));
+  }
+}
+
+Json SpanJson(const KindSpanFigures& f, bool with_idle) {
+  Json kinds;
+  for (size_t k = 0; k <= (with_idle ? kStepKinds : kStepKinds - 1); ++k) {
+    const std::string name = k == kStepKinds ? "idle" : std::string(StepKindName(static_cast<StepKind>(k)));
+    double total = 0;
+    for (double v : f.predicted_ms) total += v;
+    Json x{{"predicted_ms", f.predicted_ms[k]},
+           {"share_pct", total > 0 ? Round4(100.0 * f.predicted_ms[k] / total) : 0.0},
+           {"contribution_pct", f.contribution_pct[k]},
+           {"step_error_pct", f.step_error_pct[k] ? Json(*f.step_error_pct[k]) : Json()}};
+    if (k < kStepKinds) x["steps"] = f.steps[k];
+    kinds[name] = std::move(x);
+  }
+  return Json{{"measured_ms", f.measured_ms},
+              {"total_error_pct", f.total_error_pct},
+              {"requests", f.requests},
+              {"kinds", std::move(kinds)}};
+}
+
+}  // namespace
+
+StepKind ClassifyStep(const StepShape& shape) {
+  if (shape.decode_seqs == 0) return StepKind::kPrefill;
+  if (shape.prefill_seqs == 0) return StepKind::kDecode;
+  return StepKind::kMixed;
+}
+
+std::string_view StepKindName(StepKind kind) {
+  switch (kind) {
+    case StepKind::kPrefill:
+      return "prefill";
+    case StepKind::kDecode:
+      return "decode";
+    case StepKind::kMixed:
+      return "mixed";
+  }
+  return "unknown";
+}
+
+KindDecomposition DecomposeByStepKind(const std::vector<StepRecord>& steps, const std::vector<KindRequest>& requests) {
+  KindDecomposition d;
+  std::array<double, kStepKinds> total_ms{};
+  for (const StepRecord& s : steps) {
+    const size_t k = static_cast<size_t>(ClassifyStep(s.shape));
+    ++d.steps[k];
+    total_ms[k] += (s.end - s.start).millis();
+  }
+  for (size_t k = 0; k < kStepKinds; ++k)
+    d.step_mean_ms[k] = d.steps[k] > 0 ? Round4(total_ms[k] / static_cast<double>(d.steps[k])) : 0.0;
+  const std::vector<ReplicaSteps> by_replica = ByReplica(steps);
+  std::vector<std::array<double, kStepKinds + 1>> ttft, decode;
+  std::vector<double> ttft_measured, decode_measured;
+  // A step counts once per span kind however many requests it touches.
+  std::vector<std::array<bool, kStepKinds>> ttft_touched, decode_touched;
+  std::map<const StepRecord*, std::array<bool, 2>> seen;
+  for (const KindRequest& r : requests) {
+    const size_t rep = static_cast<size_t>(r.replica);
+    static const ReplicaSteps kNone;
+    const ReplicaSteps& rs = rep < by_replica.size() ? by_replica[rep] : kNone;
+    std::array<bool, kStepKinds> unused{};
+    ttft.push_back(SpanByKind(rs, r.arrival, r.first_token, &unused));
+    ttft_measured.push_back(r.measured_ttft.millis());
+    ForStepsIn(rs, r.arrival, r.first_token, [&](const StepRecord& s, Duration) { seen[&s][0] = true; });
+    if (r.measured_decode) {
+      decode.push_back(SpanByKind(rs, r.first_token, r.finish, &unused));
+      decode_measured.push_back(r.measured_decode->millis());
+      ForStepsIn(rs, r.first_token, r.finish, [&](const StepRecord& s, Duration) { seen[&s][1] = true; });
+    }
+  }
+  for (const auto& [step, spans] : seen) {
+    const size_t k = static_cast<size_t>(ClassifyStep(step->shape));
+    if (spans[0]) ++d.ttft.steps[k];
+    if (spans[1]) ++d.decode.steps[k];
+  }
+  SpanFigures(ttft, ttft_measured, &d.ttft);
+  SpanFigures(decode, decode_measured, &d.decode);
+  return d;
+}
+
+Json KindDecomposition::ToJson() const {
+  Json j;
+  for (size_t k = 0; k < kStepKinds; ++k) {
+    j["steps"][std::string(StepKindName(static_cast<StepKind>(k)))] =
+        Json{{"count", steps[k]}, {"mean_ms", step_mean_ms[k]}};
+  }
+  j["ttft"] = SpanJson(ttft, true);
+  j["decode"] = SpanJson(decode, false);
+  return j;
+}
+
+namespace {
+
+// The fit's unknowns, in this order: per_step, per_sequence, per_prefill_token (ns) and
+// the GPU time scale.
+constexpr size_t kFitParams = 4;
+
+// Adds each measured request's TPOT row (docs in fidelity.h) to `eq`, weighted so every
+// run counts equally and each request relative to its run's mean measured TPOT.
+Status AddFitRows(const MeasuredRun& run, const Replay& replay, double scale, NormalEquations* eq) {
+  const std::vector<ReplicaSteps> by_replica = ByReplica(replay.recorder.steps);
+  std::vector<std::pair<std::vector<double>, double>> rows;
+  double mean = 0;
+  for (const MeasuredRequest& m : run.requests) {
+    if (!m.tpot) continue;
+    const auto it = replay.recorder.outcomes.find(m.request.id);
+    if (it == replay.recorder.outcomes.end() || it->second.status != RequestStatus::kOk) {
+      return InvalidInput(fmt::format("{}: request {} cannot complete in the replay", run.dir, m.request.id));
+    }
+    const RequestOutcome& o = it->second;
+    if (o.output_tokens < 2 || static_cast<size_t>(o.replica) >= by_replica.size()) continue;
+    std::vector<double> x(kFitParams, 0.0);
+    // Time a step waited for the other ranks of a lock-step group: fixed by the schedule,
+    // taken off the measured side.
+    double wait = 0;
+    ForStepsIn(by_replica[static_cast<size_t>(o.replica)], *o.first_token, *o.finish,
+               [&](const StepRecord& s, Duration) {
+                 wait += static_cast<double>((s.end - s.start - s.host - s.gpu).ns());
+                 x[0] += 1;
+                 x[1] += static_cast<double>(s.shape.batch_size());
+                 x[2] += static_cast<double>(s.shape.prefill_tokens);
+                 x[3] += static_cast<double>(s.gpu.ns()) / scale;
+               });
+    const double tokens = static_cast<double>(o.output_tokens - 1);
+    for (double& v : x) v /= tokens;
+    const double y = static_cast<double>(m.tpot->ns()) - wait / tokens;
+    mean += y;
+    rows.emplace_back(std::move(x), y);
+  }
+  if (rows.empty()) return Status::Ok();
+  mean /= static_cast<double>(rows.size());
+  const double w = 1.0 / (mean * mean * static_cast<double>(rows.size()));
+  for (const auto& [x, y] : rows) eq->Add(x, y, w);
+  return Status::Ok();
+}
+
+// The best solution with every unknown >= 0 and the scale in the model: every subset of
+// the host terms is solved unconstrained and the feasible one with the least loss wins
+// (eight subsets; exact and deterministic).
+std::optional<std::vector<double>> SolveNonNegative(const NormalEquations& eq) {
+  std::optional<std::vector<double>> best;
+  double best_loss = 0;
+  for (unsigned mask = 0; mask < 8; ++mask) {
+    std::vector<size_t> use;
+    for (size_t i = 0; i < 3; ++i) {
+      if ((mask >> i) & 1u) use.push_back(i);
+    }
+    use.push_back(3);
+    const auto x = eq.Solve(use);
+    if (!x || (*x)[3] <= 0 || std::any_of(x->begin(), x->end(), [](double v) { return v < 0; })) continue;
+    const double loss = eq.Loss(*x);
+    if (!best || loss < best_loss) {
+      best = x;
+      best_loss = loss;
+    }
+  }
+  return best;
+}
+
+Calibration FromParams(const std::vector<double>& x) {
+  Calibration c;
+  c.host.per_step = Duration::Nanos(std::llround(x[0]));
+  c.host.per_sequence = Duration::Nanos(std::llround(x[1]));
+  c.host.per_prefill_token = Duration::Nanos(std::llround(x[2]));
+  c.gpu_time_scale = x[3];
+  return c;
+}
+
+bool Moved(const std::vector<double>& a, const std::vector<double>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    // Host terms below 1 ns are at the resolution of the result.
+    if (std::abs(a[i] - b[i]) > kFitTolerance * std::max(std::abs(a[i]), i < 3 ? 1e3 : 1.0)) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -693,48 +1088,104 @@ Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const
                                      const FitProgressFn& progress) {
   if (runs.empty()) return UsageError("fit needs at least one run directory");
   std::vector<std::string> profiles;
-  for (size_t i = 0; i < runs.size(); ++i) profiles.push_back(ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
-  Calibration best;
-  double best_loss = -1;
-  Status error;
-  const int64_t points = kScaleSteps * (kMaxHostUs / kHostStepUs + 1);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    profiles.push_back(ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
+    std::vector<std::string> ignored;
+    FP_RETURN_IF_ERROR(CheckProfileMatchesRun(runs[i], profiles.back(), /*allow_mismatch=*/false, &ignored));
+  }
+  std::vector<double> params = {0, 0, 0, 1};
+  const int64_t most = kFitRounds * static_cast<int64_t>(runs.size());
   int64_t done = 0;
-  for (int64_t s = 0; s < kScaleSteps; ++s) {
-    for (int64_t h = 0; h <= kMaxHostUs; h += kHostStepUs) {
-      Calibration c;
-      c.host_overhead = Us(h);
-      c.gpu_time_scale = kScaleLo + kScaleStep * static_cast<double>(s);
-      const double loss = FitLoss(runs, profiles, c, &error);
-      if (!error.ok()) return error;
-      if (best_loss < 0 || loss < best_loss) {
-        best_loss = loss;
-        best = c;
-      }
-      if (progress) progress(++done, points);
+  int64_t rounds = 0;
+  bool converged = false;
+  std::vector<std::vector<double>> late;  // solutions of the last kFitAveraged rounds
+  while (rounds < kFitRounds && !converged) {
+    ++rounds;
+    const Calibration c = FromParams(params);
+    NormalEquations eq(kFitParams);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Replay replay;
+      FP_RETURN_IF_ERROR(Simulate(runs[i], profiles[i], c, &replay));
+      FP_RETURN_IF_ERROR(AddFitRows(runs[i], replay, c.gpu_time_scale, &eq));
+      if (progress) progress(++done, most);
+    }
+    const auto next = SolveNonNegative(eq);
+    if (!next) {
+      return InvalidInput(
+          "validate --fit: the runs do not identify the calibration (no request with 2 or more tokens?)");
+    }
+    converged = !Moved(params, *next);
+    if (rounds > kFitRounds - kFitAveraged) late.push_back(*next);
+    // After kFitFullRounds rounds without settling, go halfway: the schedule moves with the
+    // parameters, and a full step can swing between two schedules without settling.
+    if (rounds <= kFitFullRounds || converged) {
+      params = *next;
+    } else {
+      for (size_t i = 0; i < kFitParams; ++i) params[i] = 0.5 * (params[i] + (*next)[i]);
     }
   }
+  // Not settled: a replay's schedule is not a smooth function of the parameters (a request
+  // admitted one step earlier changes every later batch), so the solutions wander in a
+  // region; their mean over the last rounds is the estimate and their range its spread.
+  std::string spread;
+  if (!converged) {
+    std::vector<double> lo(kFitParams, 1e300), hi(kFitParams, -1e300);
+    params.assign(kFitParams, 0.0);
+    for (const std::vector<double>& x : late) {
+      for (size_t i = 0; i < kFitParams; ++i) {
+        params[i] += x[i] / static_cast<double>(late.size());
+        lo[i] = std::min(lo[i], x[i]);
+        hi[i] = std::max(hi[i], x[i]);
+      }
+    }
+    spread = fmt::format(
+        "not settled after {} rounds: mean of the last {} rounds' solutions, which spread over per_step {:.0f}..{:.0f} "
+        "us, per_sequence {:.2f}..{:.2f} us, per_prefill_token {:.0f}..{:.0f} ns, gpu_time_scale {:.4f}..{:.4f}",
+        kFitRounds, kFitAveraged, lo[0] / 1e3, hi[0] / 1e3, lo[1] / 1e3, hi[1] / 1e3, lo[2], hi[2], lo[3], hi[3]);
+  }
+  Calibration best = FromParams(params);
   for (const MeasuredRun& r : runs) best.fitted_on.push_back(r.name);
-  best.method = fmt::format("grid search: host_overhead 0..{} us step {} us, gpu_time_scale {:.2f}..{:.2f} step {:.2f}; "
-                            "minimises mean over runs of |TPOT mean error %| + |E2E mean error %| (loss {:.3f})",
-                            kMaxHostUs, kHostStepUs, kScaleLo, kScaleLo + kScaleStep * (kScaleSteps - 1), kScaleStep,
-                            best_loss);
+  best.method = fmt::format(
+      "least squares on per-request TPOT: TPOT_i = mean over the steps of its decode span of (per_step + per_sequence "
+      "* sequences + per_prefill_token * prompt tokens + gpu_time_scale * kernel-table time), every term >= 0, runs "
+      "weighted equally, requests relative to their run's mean TPOT; replayed with the result and solved again ({})",
+      converged ? fmt::format("converged in {} round{}", rounds, rounds == 1 ? "" : "s") : spread);
   return best;
 }
 
-std::vector<std::string> CalibrationGridEdges(const Calibration& c) {
+std::vector<std::string> CalibrationWarnings(const Calibration& c, bool converged) {
   std::vector<std::string> out;
-  const double scale_hi = kScaleLo + kScaleStep * (kScaleSteps - 1);
-  if (c.host_overhead >= Us(kMaxHostUs)) {
-    out.push_back(fmt::format("host_overhead {} us is the largest value of the fit's grid: the best value may be "
-                              "larger, so check the runs (a profile of another GPU or model?) before using it",
-                              kMaxHostUs));
+  if (c.gpu_time_scale < kPlausibleScaleLo || c.gpu_time_scale > kPlausibleScaleHi) {
+    out.push_back(
+        fmt::format("gpu_time_scale {:.2f} is outside {:.2f}..{:.2f}: the kernel tables are that far from "
+                    "the runs' GPU time, so check the runs (a profile of another GPU or model?) before using it",
+                    c.gpu_time_scale, kPlausibleScaleLo, kPlausibleScaleHi));
   }
-  if (c.gpu_time_scale <= kScaleLo + 1e-9 || c.gpu_time_scale >= scale_hi - 1e-9) {
-    out.push_back(fmt::format("gpu_time_scale {:.2f} is the {} value of the fit's grid ({:.2f}..{:.2f}): the best "
-                              "value may lie beyond it, so check the runs (a profile of another GPU or model?) "
-                              "before using it",
-                              c.gpu_time_scale, c.gpu_time_scale <= kScaleLo + 1e-9 ? "smallest" : "largest", kScaleLo,
-                              scale_hi));
+  if (!converged || c.method.find("not settled") != std::string::npos) {
+    out.push_back(
+        fmt::format("the fit had not settled after {} rounds: the values are the mean of the last {} "
+                    "rounds' solutions, whose spread the method states; the runs determine them only that "
+                    "well",
+                    kFitRounds, kFitAveraged));
+  }
+  return out;
+}
+
+Expected<MeasuredRun> SyntheticRun(const MeasuredRun& like, const std::string& profile_dir, const Calibration& truth) {
+  Replay replay;
+  FP_RETURN_IF_ERROR(Simulate(like, ProfileFor(like, profile_dir), truth, &replay));
+  MeasuredRun out = like;
+  out.ticks.clear();
+  for (MeasuredRequest& m : out.requests) {
+    const auto it = replay.recorder.outcomes.find(m.request.id);
+    if (it == replay.recorder.outcomes.end() || it->second.status != RequestStatus::kOk) {
+      return InvalidInput(fmt::format("{}: request {} cannot complete in the replay", like.dir, m.request.id));
+    }
+    const RequestOutcome& o = it->second;
+    m.ttft = *o.first_token - o.arrival;
+    m.e2e = *o.finish - o.arrival;
+    m.tpot.reset();
+    if (o.output_tokens >= 2) m.tpot = Duration::Nanos((*o.finish - *o.first_token).ns() / (o.output_tokens - 1));
   }
   return out;
 }

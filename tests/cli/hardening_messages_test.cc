@@ -260,19 +260,17 @@ TEST_F(HardeningMessages, B14_EachVerbsHelpEndsWithItsOwnExamplesAndExitCodes) {
   EXPECT_THAT(Fleetplan({"--help"}).out, HasSubstr(global_example));
 }
 
-TEST_F(HardeningMessages, B15_AFitOnTheEdgeOfItsGridIsFlagged) {
+TEST_F(HardeningMessages, B15_AnImplausibleOrUnconvergedFitIsFlagged) {
   Calibration c;
-  c.host_overhead = Duration::Nanos(4'000'000);
+  c.host.per_step = Duration::Nanos(4'000'000);
   c.gpu_time_scale = 1.0;
-  const std::vector<std::string> edges = CalibrationGridEdges(c);
-  ASSERT_EQ(edges.size(), 1u);
-  EXPECT_THAT(edges[0], StartsWith("host_overhead 4000 us is the largest value of the fit's grid"));
-  c.host_overhead = Duration::Nanos(300'000);
-  c.gpu_time_scale = 0.70;
-  ASSERT_EQ(CalibrationGridEdges(c).size(), 1u);
-  EXPECT_THAT(CalibrationGridEdges(c)[0], StartsWith("gpu_time_scale 0.70 is the smallest value of the fit's grid"));
+  EXPECT_TRUE(CalibrationWarnings(c).empty());
+  c.gpu_time_scale = 0.65;
+  ASSERT_EQ(CalibrationWarnings(c).size(), 1u);
+  EXPECT_THAT(CalibrationWarnings(c)[0], StartsWith("gpu_time_scale 0.65 is outside 0.70..1.30"));
   c.gpu_time_scale = 1.0;
-  EXPECT_TRUE(CalibrationGridEdges(c).empty());
+  ASSERT_EQ(CalibrationWarnings(c, /*converged=*/false).size(), 1u);
+  EXPECT_THAT(CalibrationWarnings(c, false)[0], StartsWith("the fit had not settled after 24 rounds"));
 }
 
 TEST_F(HardeningMessages, B16_CountsAndArticlesReadAsEnglish) {

@@ -132,9 +132,12 @@ TEST_F(UserRunDir, FitWritesACalibrationNamingItsRuns) {
   const VerbRun r = Validate({"--fit", out, run.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const Json cal = Json::parse(std::ifstream(out));
-  EXPECT_EQ(cal["schema"], "fleetplan-calibration-v1");
+  EXPECT_EQ(cal["schema"], "fleetplan-calibration-v2");
   EXPECT_EQ(cal["fitted_on"], Json::array({"RTX4090/Mine"}));
-  EXPECT_THAT(cal["method"].get<std::string>(), HasSubstr("grid search"));
+  EXPECT_THAT(cal["method"].get<std::string>(), HasSubstr("least squares on per-request TPOT"));
+  for (const char* term : {"host_overhead_us", "host_per_sequence_us", "host_per_prefill_token_ns", "gpu_time_scale"}) {
+    EXPECT_TRUE(cal[term].is_number()) << term;
+  }
   const VerbRun used = Validate({run.string(), "--calibration", out, "--json"});
   ASSERT_EQ(used.code, 0) << used.err;
   EXPECT_EQ(Json::parse(used.out)["calibration"]["fitted_on"], cal["fitted_on"]);

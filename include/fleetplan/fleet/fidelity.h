@@ -11,21 +11,26 @@
 // block count when meta.json states it, arrival times (engine clock) and token counts.
 // Every assumption the replay makes is listed in ValidationResult::notes.
 //
-// Calibration (host overhead per step, a GPU time scale) is explicit: a Calibration
-// value read from a file, with the runs it was fitted on; FitCalibration fits one on a
-// set of runs (never the run under test when used leave-one-out).
+// Calibration (host overhead per step as a function of the batch, a GPU time scale) is
+// explicit: a Calibration value read from a file, with the runs it was fitted on;
+// FitCalibration fits one on a set of runs (never the run under test when used
+// leave-one-out). The report splits the error by step kind (DecomposeByStepKind).
 // Thread model: pure functions over values; deterministic.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
+#include "fleetplan/engine/engine.h"
+#include "fleetplan/perf/host_overhead.h"
 #include "fleetplan/workload/request.h"
 
 namespace fleetplan {
@@ -50,6 +55,7 @@ struct MeasuredRun {
   std::string hf_model;          // meta.json model
   std::string gpu;               // meta.json hardware.device_name (optional): the GPU it ran on
   std::string catalog_model;     // catalog name it maps to
+  bool moe = false;              // the catalog model is a mixture of experts (its DP ranks step together)
   int64_t tp = 1;
   int64_t dp = 1;
   int64_t ep = 1;                // tp * dp with enable_expert_parallel, else 1
@@ -80,16 +86,82 @@ Expected<MeasuredRun> LoadMeasuredRun(const std::string& dir);
 std::string DefaultProfileDir(const MeasuredRun& run);
 
 struct Calibration {
-  Duration host_overhead;      // CPU time per engine step the GPU waits for
+  // CPU time per engine step the GPU waits for, a function of the step's batch
+  // (perf/host_overhead.h: per step + per sequence + per prompt token).
+  HostOverhead host;
   double gpu_time_scale = 1.0;  // multiplies every kernel-table step time
   std::vector<std::string> fitted_on;  // run names
   std::string source;          // file it came from, "" = built-in zero calibration
   std::string method;          // how it was fitted, in words
 };
-// {"schema": "fleetplan-calibration-v1", "host_overhead_us", "gpu_time_scale",
-//  "fitted_on": [...], "method"}; unknown keys are errors.
+// Version 2 (what CalibrationJson writes):
+//   {"schema": "fleetplan-calibration-v2", "host_overhead_us" (per step),
+//    "host_per_sequence_us", "host_per_prefill_token_ns", "gpu_time_scale",
+//    "fitted_on": [...], "method"}
+// Version 1 ("fleetplan-calibration-v1") is read too: it has host_overhead_us alone (a
+// constant host overhead); the batch terms in a v1 file are an error naming v2. Unknown
+// keys and schemas are errors located at the file and the key.
 Expected<Calibration> LoadCalibration(const std::string& path);
 Json CalibrationJson(const Calibration& c);
+
+// ---------------------------------------------------------------------------------------
+// Error by step kind (docs/validate.md "Error by step kind")
+//
+// A step of the replay is prefill-only (no decode chunk), decode-only (no prefill chunk)
+// or mixed. Values reach JSON by name (StepKindName): explicit, never renumber.
+enum class StepKind : int { kPrefill = 0, kDecode = 1, kMixed = 2 };
+inline constexpr size_t kStepKinds = 3;
+StepKind ClassifyStep(const StepShape& shape);
+std::string_view StepKindName(StepKind kind);  // "prefill", "decode", "mixed"
+
+// One request of a replay, for the attribution: its replica, arrival, first token and
+// finish in the replay, and the measured durations of its two spans.
+struct KindRequest {
+  int32_t replica = 0;
+  SimTime arrival;
+  SimTime first_token;
+  SimTime finish;
+  Duration measured_ttft;                   // arrival -> first token, measured
+  std::optional<Duration> measured_decode;  // first -> last token, measured (output >= 2)
+};
+
+// A span of every request is cut by the steps of its replica that ended inside it:
+//   TTFT span   (arrival, first_token]: each such step contributes
+//               min(step end, first token) - max(step start, arrival) to its kind; the
+//               rest of the span (no step in flight) is "idle".
+//   decode span (first_token, finish]: the same with the span's bounds.
+// Per span and kind:
+//   predicted_ms    mean over requests of the predicted time in steps of that kind;
+//   share_pct       that time over all predicted time of the span;
+//   contribution_pct  each request's error (predicted - measured) split over the kinds in
+//                   proportion to its predicted time in each, summed over requests and
+//                   divided by the sum of measured spans: the kinds' contributions add
+//                   up to the span's total mean error (total_error_pct);
+//   step_error_pct  the error (predicted - measured) / measured of that kind's steps
+//                   that best explains the measured spans: least squares over requests
+//                   of (measured - sum_k u_k predicted_k) / measured, solved for u_k,
+//                   error = 1 / u_k - 1 (null when the kind has under 1 % of the
+//                   measured time, or is collinear with the others).
+// Idle time is only in the TTFT span (the decode span has a step in flight throughout).
+struct KindSpanFigures {
+  std::array<double, kStepKinds + 1> predicted_ms{};  // index kStepKinds = idle
+  std::array<double, kStepKinds + 1> contribution_pct{};
+  std::array<std::optional<double>, kStepKinds + 1> step_error_pct{};
+  std::array<int64_t, kStepKinds> steps{};  // steps of each kind touching a span
+  double measured_ms = 0;                   // mean measured span
+  double total_error_pct = 0;               // of the mean span
+  int64_t requests = 0;
+};
+struct KindDecomposition {
+  std::array<int64_t, kStepKinds> steps{};        // replay steps of each kind
+  std::array<double, kStepKinds> step_mean_ms{};  // their mean duration (host + GPU)
+  KindSpanFigures ttft;
+  KindSpanFigures decode;
+  Json ToJson() const;
+};
+// REQUIRES: `steps` in order of start per replica; each request's replica has steps
+// covering its decode span.
+KindDecomposition DecomposeByStepKind(const std::vector<StepRecord>& steps, const std::vector<KindRequest>& requests);
 
 // A profile whose meta.json (beside its tp folders) names another model than the run's
 // meta.json, or another GPU (`gpu`) than the run's hardware.device_name when it has one, is refused (located at the
@@ -100,6 +172,9 @@ struct ValidationOptions {
   std::string profile_dir;  // "" = DefaultProfileDir(run); a bf16 folder gets /tp<tp>
   Calibration calibration;
   bool allow_mismatch = false;
+  // Replays the DP ranks of an MoE model as independent replicas instead of in lock-step
+  // (an ablation: what the lock-step changes).
+  bool independent_dp_ranks = false;
 };
 
 struct ValidationResult {
@@ -107,20 +182,49 @@ struct ValidationResult {
   double ttft_mean_error_pct = 0;  // signed, of the means
   double tpot_mean_error_pct = 0;
   double e2e_mean_error_pct = 0;
+  KindDecomposition kinds;  // json["by_step_kind"]
 };
 
 Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationOptions& options);
 
-// Fits host_overhead and gpu_time_scale on `runs` (each with its profile dir) by grid
-// search minimising the mean over runs of |TPOT error| + |E2E error| of the means.
-// `progress`, when set, is called after each grid point with (points done, points in all).
+// Fits the host overhead's three terms and gpu_time_scale on `runs` (each with its
+// profile dir; "" = DefaultProfileDir), never on a run it is then used to predict.
+// Method (docs/validate.md "Calibration"): given a replay's schedule, a request's
+// predicted TPOT is linear in the parameters,
+//
+//   TPOT_i = (1 / (n_i - 1)) * sum over the steps j of its decode span of
+//            (per_step + per_sequence * S_j + per_prefill_token * P_j + scale * G_j)
+//
+// (S_j sequences, P_j prompt tokens, G_j kernel-table GPU time of step j), so the fit
+// solves a least-squares problem with every parameter >= 0 (each run weighted equally,
+// each request by its run's mean measured TPOT), replays every run with the result and
+// solves again (after kFitFullRounds rounds, moving only halfway to each new solution, so
+// the schedule can settle), until the solution differs from the parameters it was replayed with
+// by at most kFitTolerance of their value (at most kFitRounds rounds). When it does not
+// settle (a replay's schedule is not smooth in the parameters), the result is the mean of
+// the last kFitAveraged rounds' solutions and `method` states their spread. `progress` is
+// called after each replay with (replays done, the most replays the fit may take).
 using FitProgressFn = std::function<void(int64_t done, int64_t total)>;
 Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs,
                                      const std::vector<std::string>& profile_dirs,
                                      const FitProgressFn& progress = {});
-// One warning per parameter of a fitted calibration that lies on the edge of the fit's
-// grid (host_overhead at its largest value, gpu_time_scale at either end): the best value
-// may lie beyond the grid, so the calibration is suspect. Empty when none does.
-std::vector<std::string> CalibrationGridEdges(const Calibration& c);
+inline constexpr int64_t kFitRounds = 24;
+inline constexpr int64_t kFitFullRounds = 8;
+inline constexpr int64_t kFitAveraged = 12;
+inline constexpr double kFitTolerance = 1e-3;
+// A fitted gpu_time_scale outside this range says the tables do not describe the runs'
+// GPU (a profile of another GPU or model?).
+inline constexpr double kPlausibleScaleLo = 0.70;
+inline constexpr double kPlausibleScaleHi = 1.30;
+// One warning per fitted value that deserves a look before the file is used: a
+// gpu_time_scale outside [kPlausibleScaleLo, kPlausibleScaleHi], and a fit that had not
+// settled after kFitRounds rounds (`converged` false, or its method says so). Empty when
+// none.
+std::vector<std::string> CalibrationWarnings(const Calibration& c, bool converged = true);
+
+// The run as the model predicts it under `truth`: `like`'s requests (arrivals, token
+// counts) with their measured TTFT, E2E and TPOT replaced by the replay's. A run whose
+// true calibration is known, for testing the fit. Its ticks are dropped.
+Expected<MeasuredRun> SyntheticRun(const MeasuredRun& like, const std::string& profile_dir, const Calibration& truth);
 
 }  // namespace fleetplan
