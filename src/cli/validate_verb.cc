@@ -76,7 +76,7 @@ void PrintKinds(const Json& k, std::ostream& out) {
       const std::string& name = item.key();
       const Json& x = item.value();
       const Json& e = x["step_error_pct"];
-      out << fmt::format("  {} {:+.1f}% ({:.0f}% of time, steps {})", name, x["contribution_pct"].get<double>(),
+      out << fmt::format("  {} {:+.1f}% ({:.0f}% of time, step error {})", name, x["contribution_pct"].get<double>(),
                          x["share_pct"].get<double>(),
                          e.is_null() ? std::string("not identified") : fmt::format("{:+.1f}%", e.get<double>()));
     }
@@ -151,15 +151,18 @@ Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
     FP_ASSIGN_OR_RETURN(MeasuredRun run, LoadMeasuredRun(dir));
     runs.push_back(std::move(run));
   }
-  // One replay per grid point and run: tens of seconds, so a progress line (the last
-  // line is the whole grid, or none when the fit fails).
+  // One replay per run and round (seconds), so a progress line over the most replays the
+  // fit may take (a fit that settles early completes the line; none when it fails).
   std::unique_ptr<Progress> progress;
+  int64_t most = 0;
   const auto on_point = [&](int64_t done, int64_t total) {
-    if (!progress) progress = std::make_unique<Progress>(err, "validate --fit", "grid points", total, ProgressFor(f.quiet));
+    if (!progress) progress = std::make_unique<Progress>(err, "validate --fit", "replays", total, ProgressFor(f.quiet));
+    most = total;
     progress->Update(done);
   };
   Expected<Calibration> fitted = FitCalibration(runs, {}, on_point);
   if (progress && !fitted.ok()) progress->Abandon();
+  if (progress && fitted.ok()) progress->Update(most);
   progress.reset();
   FP_ASSIGN_OR_RETURN(const Calibration c, std::move(fitted));
   for (const std::string& w : CalibrationWarnings(c)) err << "warning: validate --fit: " << w << "\n";
