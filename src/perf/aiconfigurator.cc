@@ -12,6 +12,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/text_lines.h"
+#include "perf/csv_fields.h"
 #include "perf/gzip_file.h"
 
 namespace fleetplan {
@@ -29,18 +30,6 @@ constexpr double kMaxShape = 1099511627776.0;
 constexpr int64_t kActivationBytes = 2;
 // Nearest shapes an error lists.
 constexpr size_t kNearestShown = 3;
-
-// The fields of one CSV line, into a reused vector (the tables never quote).
-void SplitInto(std::string_view line, std::vector<std::string_view>* out) {
-  out->clear();
-  size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    out->push_back(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start));
-    if (comma == std::string_view::npos) return;
-    start = comma + 1;
-  }
-}
 
 // One table file: its text and header, read whole (gzip or plain), walked row by row.
 class Table {
@@ -64,7 +53,7 @@ class Table {
     std::string_view first;
     if (!lines.Next(&first) || first.empty()) return InvalidInput(fmt::format("{}: empty table", t.path_));
     t.header_line_ = std::string(first);
-    SplitInto(t.header_line_, &t.header_);
+    SplitCsvFieldsInto(t.header_line_, t.header_);
     return t;
   }
 
@@ -88,7 +77,7 @@ class Table {
     std::vector<std::string_view> fields;
     while (lines.Next(&line)) {
       if (lines.line_no() == 1 || line.empty()) continue;
-      SplitInto(line, &fields);
+      SplitCsvFieldsInto(line, fields);
       if (fields.size() != header_.size()) {
         return LocatedError(SourceLocation{path_, lines.line_no(), 1, std::string(line)}, "row",
                             fmt::format("expected {} fields, got {}", header_.size(), fields.size()));
