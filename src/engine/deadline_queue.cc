@@ -7,27 +7,38 @@ namespace fleetplan {
 void DeadlineQueue::PopUpTo(SimTime now, std::vector<DeadlineStay>& out) {
   const uint64_t key = Key(now);
   FP_ASSERT(key >= floor_);
+  if (size_ == 0) {  // nothing to take: most steps of a workload without deadlines
+    floor_ = key;
+    return;
+  }
   const size_t before = out.size();
   // Bucket 0 is always due; below the bucket `now` falls in (0 when now is the floor),
-  // every bucket is due whole.
+  // every bucket is due whole; above it, none is.
   const size_t split = BucketOf(key, floor_);
-  for (size_t b = 0; b < std::max<size_t>(split, 1); ++b) {
-    out.insert(out.end(), buckets_[b].begin(), buckets_[b].end());
-    buckets_[b].clear();
-  }
   floor_ = key;
+  out.insert(out.end(), buckets_[0].begin(), buckets_[0].end());
+  buckets_[0].clear();
   if (split > 0) {
-    split_.swap(buckets_[split]);  // the bucket now falls in: taken or moved lower
-    for (const DeadlineStay& s : split_) {
-      const size_t to = BucketOf(Key(s.deadline), floor_);
-      FP_ASSERT(to < split);
-      if (to == 0) {
-        out.push_back(s);
-      } else {
-        buckets_[to].push_back(s);
-      }
+    for (uint64_t due = occupied_ & (Bit(split) - 1); due != 0; due &= due - 1) {
+      std::vector<DeadlineStay>& b = buckets_[static_cast<size_t>(std::countr_zero(due)) + 1];
+      out.insert(out.end(), b.begin(), b.end());
+      b.clear();
     }
-    split_.clear();
+    occupied_ &= ~(Bit(split) - 1);
+    if ((occupied_ & Bit(split)) != 0) {
+      occupied_ &= ~Bit(split);
+      split_.swap(buckets_[split]);  // the bucket now falls in: taken or moved lower
+      for (const DeadlineStay& s : split_) {
+        const size_t to = BucketOf(Key(s.deadline), floor_);
+        FP_ASSERT(to < split);
+        if (to == 0) {
+          out.push_back(s);
+        } else {
+          Append(to, s);
+        }
+      }
+      split_.clear();
+    }
   }
   size_ -= out.size() - before;
 }
@@ -42,6 +53,10 @@ Status DeadlineQueue::CheckInvariants() const {
       }
     }
     counted += buckets_[b].size();
+    if (b > 0 && buckets_[b].empty() == ((occupied_ & Bit(b)) != 0)) {
+      return InternalError(fmt::format("deadline queue: bucket {} is {} but marked otherwise", b,
+                                       buckets_[b].empty() ? "empty" : "occupied"));
+    }
   }
   if (counted != size_) {
     return InternalError(fmt::format("deadline queue holds {} entries but counts {}", counted, size_));
