@@ -19,12 +19,15 @@
 //   affine    perf/affine.h     measured service model: base + per-token / per-sequence
 //   table     perf/table.h      measured (decode_batch, prefill_tokens) -> step_ms grid
 //   roofline  perf/roofline.h   FLOPs and bytes of the step over the GPU's ceilings
+//   kernel-table    perf/kernel_table.h    per-layer kernels measured with the engine
+//   aiconfigurator  perf/aiconfigurator.h  aiconfigurator's measured kernels at a
+//                                          catalog model's shapes
 // perf/cuda_graphs.h decorates any of them with CUDA-graph padding and eager launch cost;
 // perf/factory.h builds one from the scenario's `engine.step_model`.
 //
 // Cost is on the simulator's hot path: O(batch), no allocation, for every built-in model.
 // Host overhead per step (scheduler, sampling: CPU time the GPU waits for) is not part of
-// StepCost; the engine adds `engine.host_overhead` itself (EngineConfig::host_overhead).
+// StepCost; the engine adds it itself (perf/host_overhead.h, EngineConfig::host()).
 //
 // Thread model: implementations are immutable after construction and safe to share.
 #pragma once
@@ -89,7 +92,8 @@ class StepCostModel {
   // into a vector and calls Cost.
   // REQUIRES: as Cost; padding.decodes >= 0, padding.context_tokens >= 0.
   virtual StepCost CostPadded(std::span<const StepChunk> chunks, StepPadding padding) const;
-  // Stable name of the model kind ("affine", "table", "roofline", "kernel-table").
+  // Stable name of the model kind ("affine", "table", "roofline", "kernel-table",
+  // "aiconfigurator").
   virtual std::string kind() const = 0;
   // The model's parameters, for the report (every derived constant visible).
   virtual Json Describe() const = 0;
