@@ -64,7 +64,6 @@
 #include <set>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "fleetplan/core/json.h"
