@@ -4,6 +4,7 @@
 // (plan/workload_layout.h). Parses flags, calls plan/layout, prints. Values are taken as text and parsed here so a
 // bad value is a located input error (exit 3): "--batch: expected an integer, got 'x'".
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
@@ -37,8 +38,10 @@ struct TextFlag {
 
 struct LayoutFlags {
   TextFlag model, cluster, weight_dtype, kv_dtype, context, batch, prefill_tokens, microbatches, runtime, all_reduce,
-      tp, pp, ep, dp, utilization, rows, close_call, scenario, simulate_top, jobs;
+      tp, pp, ep, dp, utilization, rows, close_call, scenario, simulate_top, jobs, failure_domain, model_error;
   std::vector<std::string> catalogs;
+  std::vector<std::string> staging;
+  CLI::Option* staging_option = nullptr;
   std::vector<std::string> without;
   bool allow_cross_node_tp = false;
   bool json = false;
@@ -226,6 +229,25 @@ Status CheckScenarioFlags(const LayoutFlags& f) {
   return Status::Ok();
 }
 
+// --failure-domain, --model-error and --staging (plan/layout_choice.h).
+Status FillChoice(const LayoutFlags& f, WorkloadLayoutRequest& request) {
+  if (f.failure_domain.given()) {
+    FP_ASSIGN_OR_RETURN(request.failure_domain, ParseFailureDomain(f.failure_domain.text));
+  }
+  if (f.model_error.given()) {
+    FP_ASSIGN_OR_RETURN(request.model_error, NumberFlag("--model-error", f.model_error.text));
+    if (!(request.model_error > 0 && request.model_error < 1)) {
+      return FlagError("--model-error", fmt::format("expected a share between 0 and 1 (exclusive), got {}",
+                                                    QuoteValue(f.model_error.text)));
+    }
+  }
+  for (const std::string& text : f.staging) {
+    FP_ASSIGN_OR_RETURN(StagingInput in, ParseStagingSpec(text));
+    request.staging.push_back(std::move(in));
+  }
+  return Status::Ok();
+}
+
 Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
   FP_RETURN_IF_ERROR(CheckScenarioFlags(f));
   FP_ASSIGN_OR_RETURN(const Scenario scenario, LoadLayoutScenario(f));
@@ -241,6 +263,7 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
     return FlagError("--jobs", fmt::format("expected an integer between 1 and {}, got {}", kMaxSimulateTop, jobs));
   }
   request.jobs = static_cast<int>(jobs);
+  FP_RETURN_IF_ERROR(FillChoice(f, request));
   int64_t rows = kLayoutTextRows;
   FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
   if (rows < 1) return UsageError(fmt::format("--rows: expected an integer >= 1, got {}", QuoteValue(f.rows.text)));
@@ -255,6 +278,17 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
   } else {
     out << WorkloadLayoutText(result, cluster, rows);
   }
+  if (result.choice && result.choice->basis == ChoiceBasis::kNeedsStaging) {
+    std::vector<std::string> names;
+    for (const size_t i : result.choice->needs_staging) {
+      const SimulatedLayout& c = result.simulated[i];
+      names.push_back(fmt::format("{} × dp {}", LayoutName(c.layout), c.dp));
+    }
+    return Status(StatusCode::kCheckFailed,
+                  fmt::format("fleetplan layout: no decision without a measured staging result: the model cannot "
+                              "separate {} (within its {:.0f}% error); stage them and pass --staging LAYOUT=RECORDS",
+                              fmt::join(names, ", "), 100.0 * request.model_error));
+  }
   if (result.decision) return Status::Ok();
   return Status(StatusCode::kCheckFailed, "fleetplan layout: no layout could be simulated on the scenario's workload "
                                           "(each candidate's reason above)");
@@ -262,9 +296,12 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
 
 Status RunLayout(const LayoutFlags& f, std::ostream& out, std::ostream& err) {
   if (f.scenario.given()) return RunOnScenario(f, out);
-  for (const auto& [flag, name] : {std::pair{&f.simulate_top, "--simulate-top"}, std::pair{&f.jobs, "--jobs"}}) {
+  for (const auto& [flag, name] : {std::pair{&f.simulate_top, "--simulate-top"}, std::pair{&f.jobs, "--jobs"},
+                                    std::pair{&f.failure_domain, "--failure-domain"},
+                                    std::pair{&f.model_error, "--model-error"}}) {
     if (flag->given()) return UsageError(fmt::format("fleetplan layout: {} needs --scenario", name));
   }
+  if (!f.staging.empty()) return UsageError("fleetplan layout: --staging needs --scenario");
   if (!f.model.given() || !f.cluster.given()) {
     return UsageError("fleetplan layout: --model and --cluster are required (or --scenario FILE)\n"
                       "Run `fleetplan layout --help` for usage.");
@@ -317,7 +354,8 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
                          "layouts for prefill and decode separately, with memory per rank, step times, "
                          "communication and the reason for every rejected layout; with --scenario, decides on the "
                          "scenario's own workload by simulation. Exit 0 some layout is feasible (--scenario: one was "
-                         "simulated), 1 none is, 2 usage, 3 invalid input.");
+                         "chosen), 1 none is (--scenario: none was simulated, or the choice needs a staging result), 2 "
+                         "usage, 3 invalid input.");
   auto flags = std::make_shared<LayoutFlags>();
   LayoutFlags& f = *flags;
   AddText(cmd, f.model, "--model", "Model name (`fleetplan catalog models`); required without --scenario");
@@ -332,6 +370,17 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
   AddText(cmd, f.simulate_top, "--simulate-top", "With --scenario: layouts simulated, best static first (default 4)");
   AddText(cmd, f.jobs, "--jobs",
           "With --scenario: simulations at once (default: every hardware thread); same output for any N");
+  AddText(cmd, f.failure_domain, "--failure-domain",
+          "With --scenario: node|rack|zone (default node). Among candidates within --close-call of the goodput "
+          "leader, the fleet left after the worst single loss of this domain is simulated too and ranks them");
+  AddText(cmd, f.model_error, "--model-error",
+          "With --scenario: the model's own error as a share (default 0.05, docs/FIDELITY.md). Candidates within it "
+          "of the pick on goodput and on goodput after the loss need a staging result before one is chosen (exit 1 "
+          "until then)");
+  cmd->add_option("--staging", f.staging,
+                  "With --scenario: SPEC=RECORDS, a measured staging run of one layout (SPEC tp4, tp4xdp1, "
+                  "tp8xpp2xep1xdp2; dp defaults to the candidate's) as per-request records in any format `fleetplan "
+                  "report` reads, judged by the scenario's SLOs; repeatable");
   AddText(cmd, f.weight_dtype, "--weight-dtype", "Weight format (default: the checkpoint's, as fit)");
   AddText(cmd, f.kv_dtype, "--kv-dtype",
           "KV-cache format (default: the checkpoint's when 16 bits or wider, else bf16, as fit)");
@@ -370,6 +419,8 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
       "  fleetplan layout --model atlas-70b --cluster 1x8xh100-sxm-80g --batch 16 --context 4096\n"
       "  fleetplan layout --scenario atlas --cluster 2x8xh100-sxm-80g --simulate-top 4\n"
       "  fleetplan layout --scenario my.yaml --simulate-top 6 --jobs 2 --json  # simulated[], decision\n"
+      "  fleetplan layout --scenario atlas --failure-domain rack --staging tp8xdp1=tp8.jsonl --staging "
+      "tp4xdp1=tp4.jsonl\n"
       "Without --scenario, layouts that fit one replica but fewer sequences than --batch are listed as near "
       "misses (\"fits 59 of 64 sequences\"), ranked after those that fit. docs/layout.md explains each figure.\n");
 }

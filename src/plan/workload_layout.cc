@@ -3,6 +3,7 @@
 #include "fleetplan/plan/workload_layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,8 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/fleet/fleet_plan.h"
 #include "fleetplan/fleet/run.h"
+#include "fleetplan/metrics/records_io.h"
+#include "fleetplan/metrics/report.h"
 #include "fleetplan/plan/layout_report.h"
 #include "fleetplan/workload/source.h"
 
@@ -177,26 +180,75 @@ Scenario CandidateScenario(const Scenario& base, const FeasibleLayout& f) {
   return s;
 }
 
-void RunCandidate(const Scenario& base, const FeasibleLayout& f, SimulatedLayout& out) {
+// What one simulated fleet gives the ranking.
+struct FleetFigures {
+  std::string error;
+  int64_t requests = 0;
+  double goodput_rps = 0;
+  double throughput_rps = 0;
+  std::optional<double> attainment;
+  std::map<std::string, std::optional<double>> class_attainment;
+};
+
+FleetFigures SimulateFleet(const Scenario& base, const FeasibleLayout& f) {
+  FleetFigures out;
   RunOptions options;
   options.write_files = false;
   Expected<FleetPlan> plan = Bind(CandidateScenario(base, f));
   if (!plan.ok()) {
     out.error = plan.status().message();
-    return;
+    return out;
   }
   Expected<RunResult> run = Simulate(*plan, options);
   if (!run.ok()) {
     out.error = run.status().message();
-    return;
+    return out;
   }
   const Report& rep = run->result.report;
   out.requests = rep.fleet.requests;
   out.goodput_rps = rep.fleet.goodput_rps;
   out.throughput_rps = rep.fleet.throughput_rps;
-  out.goodput_per_gpu = out.goodput_rps / static_cast<double>(std::max<int64_t>(out.gpus, 1));
   out.attainment = rep.fleet.slo_attainment;
   for (const ClassReport& c : rep.classes) out.class_attainment[c.name] = c.slo_attainment;
+  return out;
+}
+
+void RunCandidate(const Scenario& base, const FeasibleLayout& f, SimulatedLayout& out) {
+  FleetFigures fig = SimulateFleet(base, f);
+  out.error = std::move(fig.error);
+  out.requests = fig.requests;
+  out.goodput_rps = fig.goodput_rps;
+  out.throughput_rps = fig.throughput_rps;
+  out.goodput_per_gpu = out.goodput_rps / static_cast<double>(std::max<int64_t>(out.gpus, 1));
+  out.attainment = fig.attainment;
+  out.class_attainment = std::move(fig.class_attainment);
+}
+
+int64_t ReplicasLeft(const DomainLoss& loss, FailureDomain d) {
+  switch (d) {
+    case FailureDomain::kNode: return loss.node;
+    case FailureDomain::kRack: return loss.rack;
+    case FailureDomain::kZone: return loss.zone;
+  }
+  return loss.node;
+}
+
+// The candidate's fleet after the worst single loss of `d`: the same layout with the
+// replicas the packing leaves (none left: nothing is served).
+AfterLoss RunAfterLoss(const Scenario& base, FeasibleLayout f, FailureDomain d, int64_t fleet_gpus) {
+  AfterLoss out;
+  out.replicas = ReplicasLeft(f.after_loss, d);
+  if (out.replicas == 0) {
+    out.attainment = 0.0;
+    return out;
+  }
+  f.dp = out.replicas;
+  FleetFigures fig = SimulateFleet(base, f);
+  out.error = std::move(fig.error);
+  out.goodput_rps = fig.goodput_rps;
+  out.goodput_per_gpu = fig.goodput_rps / static_cast<double>(std::max<int64_t>(fleet_gpus, 1));
+  out.attainment = fig.attainment;
+  return out;
 }
 
 SimulatedLayout Candidate(const FeasibleLayout& f, const std::vector<OperatingPointRanking>& points, size_t typical) {
@@ -205,6 +257,7 @@ SimulatedLayout Candidate(const FeasibleLayout& f, const std::vector<OperatingPo
   s.layout = f.layout;
   s.dp = f.dp;
   s.gpus = f.dp * f.layout.gpus();
+  s.replicas_after_loss = f.after_loss;
   for (size_t i = 0; i < points.size(); ++i) {
     const FeasibleLayout* at = FindLayout(points[i].result, f.gpu, f.layout);
     const int64_t rank = at ? at->decode_rank : 0;
@@ -214,17 +267,23 @@ SimulatedLayout Candidate(const FeasibleLayout& f, const std::vector<OperatingPo
   return s;
 }
 
+// Runs work(i) for i in [0, n) on up to `jobs` threads. Each call writes only its own slot.
+template <typename Work>
+void RunParallel(size_t n, int jobs, const Work& work) {
+  std::atomic<size_t> next{0};
+  auto loop = [&] {
+    for (size_t i = next++; i < n; i = next++) work(i);
+  };
+  const int threads = std::clamp<int>(jobs, 1, static_cast<int>(std::max<size_t>(n, 1)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(loop);
+  loop();
+  for (std::thread& t : pool) t.join();
+}
+
 void SimulateAll(const Scenario& s, const std::vector<const FeasibleLayout*>& picks, int jobs,
                  std::vector<SimulatedLayout>& out) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < picks.size(); i = next++) RunCandidate(s, *picks[i], out[i]);
-  };
-  const int threads = std::clamp<int>(jobs, 1, static_cast<int>(std::max<size_t>(picks.size(), 1)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  RunParallel(picks.size(), jobs, [&](size_t i) { RunCandidate(s, *picks[i], out[i]); });
 }
 
 // Simulated order: simulated ones first by goodput per GPU, attainment, static rank.
@@ -236,6 +295,120 @@ void RankSimulated(std::vector<SimulatedLayout>& sims) {
                    [&](const SimulatedLayout& a, const SimulatedLayout& b) { return key(a) < key(b); });
   int64_t rank = 0;
   for (SimulatedLayout& s : sims) s.simulated_rank = s.error.empty() ? ++rank : 0;
+}
+
+// ---- The choice: failure domains in the close band, staging where the model cannot tell.
+
+// Figures of a staging run's records, judged by the scenario's SLOs. GPUs are filled in
+// when the spec is matched to a candidate (its dp defaults to the candidate's).
+Expected<StagingResult> MeasureStaging(const Scenario& s, const StagingInput& in) {
+  auto located = [&](const Status& st) {
+    return LocatedError(SourceLocation{}, "--staging", fmt::format("{}={}: {}", in.spec, in.path, st.message()));
+  };
+  Expected<std::string> format = DetectRecordFormat(in.path);
+  if (!format.ok()) return located(format.status());
+  std::vector<std::string> classes;
+  for (const ClassSpec& c : s.workload.classes) classes.push_back(c.name);
+  RecordReadOptions options;
+  if (classes.size() == 1) options.default_class = classes.front();
+  options.class_flag = "--staging";
+  Expected<std::unique_ptr<RecordReader>> reader = MakeRecordReader(*format, options);
+  if (!reader.ok()) return located(reader.status());
+  Expected<ReportBuilder> builder = ReportBuilder::Create(
+      classes, s.slo, /*open_classes=*/classes.empty(),
+      fmt::format("the classes are those {} declares under workload.classes", s.display_name));
+  if (!builder.ok()) return located(builder.status());
+  Expected<RecordsFileInfo> info = (*reader)->Read(in.path, *builder);
+  if (!info.ok()) return located(info.status());
+  ReportOptions window;
+  if (info->stated_window) window.window = info->stated_window;
+  Expected<Report> report = std::move(*builder).Finish(window);
+  if (!report.ok()) return located(report.status());
+  StagingResult r;
+  r.spec = in.spec;
+  r.path = in.path;
+  r.format = *format;
+  r.digest = info->digest;
+  r.requests = report->fleet.requests;
+  r.goodput_rps = report->fleet.goodput_rps;
+  r.attainment = report->fleet.slo_attainment;
+  return r;
+}
+
+// Attaches each staging result to the one simulated candidate its spec names.
+Status AttachStaging(const std::vector<StagingInput>& inputs, std::vector<StagingResult> results,
+                     std::vector<SimulatedLayout>& sims) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const StagingInput& in = inputs[k];
+    std::vector<SimulatedLayout*> matches;
+    std::vector<std::string> names;
+    for (SimulatedLayout& c : sims) {
+      if (!c.error.empty()) continue;
+      names.push_back(LayoutName(c.layout));
+      if (c.layout.tp == in.layout.tp && c.layout.pp == in.layout.pp && c.layout.ep == in.layout.ep) matches.push_back(&c);
+    }
+    if (matches.size() != 1) {
+      return LocatedError(
+          SourceLocation{}, "--staging",
+          fmt::format("{}: {} simulated candidate(s) are {} (simulated: {}); stage a simulated layout, or raise "
+                      "--simulate-top",
+                      in.spec, matches.size(), LayoutName(in.layout), fmt::join(names, ", ")));
+    }
+    SimulatedLayout& c = *matches.front();
+    if (c.staging) {
+      return LocatedError(SourceLocation{}, "--staging",
+                          fmt::format("{}: {} has a staging result already ({})", in.spec, LayoutName(c.layout),
+                                      c.staging->spec));
+    }
+    StagingResult r = std::move(results[k]);
+    r.dp = in.dp.value_or(c.dp);
+    r.gpus = r.dp * c.layout.gpus();
+    r.goodput_per_gpu = r.goodput_rps / static_cast<double>(r.gpus);
+    c.staging = std::move(r);
+  }
+  return Status::Ok();
+}
+
+std::vector<ChoiceCandidate> ChoiceView(const std::vector<SimulatedLayout>& sims) {
+  std::vector<ChoiceCandidate> out;
+  for (const SimulatedLayout& s : sims) {
+    if (!s.error.empty()) break;  // not simulated: ranked last, never chosen
+    ChoiceCandidate c;
+    c.goodput_per_gpu = s.goodput_per_gpu;
+    if (s.after_loss && s.after_loss->error.empty()) c.after_loss_per_gpu = s.after_loss->goodput_per_gpu;
+    if (s.staging) c.staged_per_gpu = s.staging->goodput_per_gpu;
+    out.push_back(c);
+  }
+  return out;
+}
+
+Status ChooseLayout(const Scenario& scenario, const WorkloadLayoutRequest& q, std::vector<StagingResult> staged,
+                    WorkloadLayoutResult& r) {
+  r.failure_domain = q.failure_domain;
+  r.close_call = q.base.close_call_share;
+  r.model_error = q.model_error;
+  const ChoiceRules rules{q.base.close_call_share, q.model_error};
+  std::vector<ChoiceCandidate> view = ChoiceView(r.simulated);
+  if (view.empty()) return Status::Ok();
+  const LayoutResult& typical = r.points[r.typical].result;
+  const std::vector<size_t> need = NeedsAfterLoss(view, rules);
+  RunParallel(need.size(), q.jobs, [&](size_t k) {
+    SimulatedLayout& c = r.simulated[need[k]];
+    const FeasibleLayout* f = FindLayout(typical, c.gpu, c.layout);
+    c.after_loss = f ? RunAfterLoss(scenario, *f, q.failure_domain, c.gpus)
+                     : AfterLoss{0, 0, 0, std::nullopt, "not at the typical point"};
+  });
+  view = ChoiceView(r.simulated);
+  const std::vector<size_t> order = RankWithResilience(view, rules);
+  std::vector<SimulatedLayout> ranked;
+  for (const size_t i : order) ranked.push_back(std::move(r.simulated[i]));
+  for (size_t i = order.size(); i < r.simulated.size(); ++i) ranked.push_back(std::move(r.simulated[i]));
+  r.simulated = std::move(ranked);
+  for (size_t i = 0; i < order.size(); ++i) r.simulated[i].simulated_rank = static_cast<int64_t>(i) + 1;
+  FP_RETURN_IF_ERROR(AttachStaging(q.staging, std::move(staged), r.simulated));
+  r.choice = Choose(ChoiceView(r.simulated), rules);
+  r.decision = r.choice->chosen;
+  return Status::Ok();
 }
 
 // Cluster decode tokens/s of a pair at one fleet concurrency; true when `a` leads (ties: a).
@@ -303,6 +476,9 @@ Status CheckRequest(const Scenario& s, const WorkloadLayoutRequest& q) {
     return FlagError("--simulate-top",
                      fmt::format("expected an integer between 1 and {}, got {}", kMaxSimulateTop, q.simulate_top));
   }
+  if (!(q.model_error > 0 && q.model_error < 1)) {
+    return FlagError("--model-error", fmt::format("expected a share between 0 and 1 (exclusive), got {}", q.model_error));
+  }
   if (s.pools.size() > 1) {
     return FlagError("--scenario", fmt::format("{}: layout --scenario varies one pool; the scenario declares {} "
                                                "(deployment.pools)",
@@ -343,6 +519,12 @@ Expected<std::vector<OperatingPointRanking>> RankPoints(const Scenario& s, const
 Expected<WorkloadLayoutResult> DecideLayoutOnWorkload(const Scenario& scenario, const Cluster& cluster,
                                                       const WorkloadLayoutRequest& request) {
   FP_RETURN_IF_ERROR(CheckRequest(scenario, request));
+  // Staging records are read first: a bad file fails before minutes of simulation.
+  std::vector<StagingResult> staged;
+  for (const StagingInput& in : request.staging) {
+    FP_ASSIGN_OR_RETURN(StagingResult one, MeasureStaging(scenario, in));
+    staged.push_back(std::move(one));
+  }
   WorkloadLayoutResult r;
   r.scenario = scenario.display_name;
   r.scenario_digest = scenario.digest;
@@ -363,7 +545,7 @@ Expected<WorkloadLayoutResult> DecideLayoutOnWorkload(const Scenario& scenario, 
   for (const FeasibleLayout* f : picks) r.simulated.push_back(Candidate(*f, r.points, r.typical));
   SimulateAll(scenario, picks, request.jobs, r.simulated);
   RankSimulated(r.simulated);
-  if (!r.simulated.empty() && r.simulated.front().error.empty()) r.decision = 0;
+  FP_RETURN_IF_ERROR(ChooseLayout(scenario, request, std::move(staged), r));
   FP_RETURN_IF_ERROR(Crossovers(base, cluster, r));
   return r;
 }

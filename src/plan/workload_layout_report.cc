@@ -1,5 +1,6 @@
 // Text and JSON of a layout decided on the workload (workload_layout.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -23,7 +24,33 @@ std::string ShareText(const std::optional<double>& v) {
   return v ? fmt::format("{:.3f}", *v) : "-";
 }
 
-Json SimulatedJson(const SimulatedLayout& s) {
+Json AfterLossJson(const SimulatedLayout& s, FailureDomain d) {
+  if (!s.after_loss) return nullptr;
+  const AfterLoss& a = *s.after_loss;
+  return Json{{"domain", FailureDomainName(d)},
+              {"replicas", a.replicas},
+              {"goodput_rps", RoundForReport(a.goodput_rps, 6)},
+              {"goodput_per_gpu", RoundForReport(a.goodput_per_gpu, 6)},
+              {"fleet_attainment", Share(a.attainment)},
+              {"error", a.error.empty() ? Json(nullptr) : Json(a.error)}};
+}
+
+Json StagingJson(const SimulatedLayout& s) {
+  if (!s.staging) return nullptr;
+  const StagingResult& t = *s.staging;
+  return Json{{"spec", t.spec},
+              {"path", t.path},
+              {"format", t.format},
+              {"digest", t.digest},
+              {"dp", t.dp},
+              {"gpus", t.gpus},
+              {"requests", t.requests},
+              {"goodput_rps", RoundForReport(t.goodput_rps, 6)},
+              {"goodput_per_gpu", RoundForReport(t.goodput_per_gpu, 6)},
+              {"fleet_attainment", Share(t.attainment)}};
+}
+
+Json SimulatedJson(const SimulatedLayout& s, FailureDomain d) {
   Json attainment = Json::object();
   for (const auto& [name, v] : s.class_attainment) attainment[name] = Share(v);
   Json ranks = Json::object();
@@ -44,7 +71,13 @@ Json SimulatedJson(const SimulatedLayout& s) {
               {"attainment", attainment},
               {"fleet_attainment", Share(s.attainment)},
               {"requests", s.requests},
-              {"error", s.error.empty() ? Json(nullptr) : Json(s.error)}};
+              {"error", s.error.empty() ? Json(nullptr) : Json(s.error)},
+              {"replicas_after_loss",
+               Json{{"node", s.replicas_after_loss.node},
+                    {"rack", s.replicas_after_loss.rack},
+                    {"zone", s.replicas_after_loss.zone}}},
+              {"after_loss", AfterLossJson(s, d)},
+              {"staging", StagingJson(s)}};
 }
 
 std::string CrossoverText(const WorkloadLayoutResult& r, const Crossover& x) {
@@ -100,23 +133,100 @@ Json WorkloadJson(const WorkloadFigures& w) {
               {"iterations", w.iterations}};
 }
 
+// The best-ranked simulated candidate other than the decision.
+std::optional<size_t> RunnerUp(const WorkloadLayoutResult& r) {
+  if (!r.decision) return std::nullopt;
+  for (size_t i = 0; i < r.simulated.size(); ++i) {
+    if (i != *r.decision && r.simulated[i].error.empty()) return i;
+  }
+  return std::nullopt;
+}
+
 // The runner-up's goodput per GPU as a share of the decision's (absent without one).
 std::optional<double> RunnerUpShare(const WorkloadLayoutResult& r) {
-  if (!r.decision || r.simulated.size() < 2 || !r.simulated[1].error.empty()) return std::nullopt;
+  const std::optional<size_t> runner = RunnerUp(r);
+  if (!runner) return std::nullopt;
   const double best = r.simulated[*r.decision].goodput_per_gpu;
-  return best > 0 ? r.simulated[1].goodput_per_gpu / best : 1.0;
+  return best > 0 ? r.simulated[*runner].goodput_per_gpu / best : 1.0;
 }
 
 bool TooClose(const WorkloadLayoutResult& r) {
   const std::optional<double> share = RunnerUpShare(r);
-  return share && *share >= 1.0 - r.points[r.typical].result.request.close_call_share;
+  return share && *share >= 1.0 - r.close_call;
+}
+
+Json Names(const WorkloadLayoutResult& r, const std::vector<size_t>& indices) {
+  Json out = Json::array();
+  for (const size_t i : indices) out.push_back(Name(r.simulated[i]));
+  return out;
+}
+
+std::string NameList(const WorkloadLayoutResult& r, const std::vector<size_t>& indices) {
+  std::vector<std::string> names;
+  for (const size_t i : indices) names.push_back(Name(r.simulated[i]));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string Percent(double share) { return fmt::format("{:.0f}%", 100.0 * share); }
+
+// "; after losing the worst node it keeps 0.3032 per GPU, tp 4 × dp 6 0.1880": the band's
+// after-loss figures beside the pick's (empty when the band is the pick alone).
+std::string BandText(const WorkloadLayoutResult& r) {
+  const LayoutChoice& c = *r.choice;
+  const SimulatedLayout& d = r.simulated[c.chosen];
+  if (c.band.size() < 2 || !d.after_loss) return "";
+  std::vector<std::string> others;
+  for (const size_t i : c.band) {
+    const SimulatedLayout& o = r.simulated[i];
+    if (i == c.chosen || !o.after_loss) continue;
+    others.push_back(fmt::format("{} {:.4f}", Name(o), o.after_loss->goodput_per_gpu));
+  }
+  return fmt::format("; after losing the worst {} it keeps {:.4f} qualified requests/s per GPU, {}",
+                     FailureDomainName(r.failure_domain), d.after_loss->goodput_per_gpu, fmt::join(others, ", "));
+}
+
+// Why the decision is what it is, in one sentence per basis.
+std::string DecisionReason(const WorkloadLayoutResult& r) {
+  const LayoutChoice& c = *r.choice;
+  const std::string domain(FailureDomainName(r.failure_domain));
+  switch (c.basis) {
+    case ChoiceBasis::kGoodput:
+      return fmt::format("the most SLO-qualified goodput per GPU of the {} simulated on the workload{}",
+                         r.simulated.size(), BandText(r));
+    case ChoiceBasis::kResilience:
+      return fmt::format("within {} of the goodput leader {}, the most goodput per GPU after losing the worst {}{}",
+                         Percent(r.close_call), Name(r.simulated[c.band.front()]), domain, BandText(r));
+    case ChoiceBasis::kStaging:
+      return fmt::format("the model cannot separate {} (within its {} error on goodput and after losing a {}); the "
+                         "staging runs measured this one best",
+                         NameList(r, [&] {
+                           std::vector<size_t> all = {c.chosen};
+                           for (const size_t i : c.indistinguishable) all.push_back(i);
+                           return all;
+                         }()),
+                         Percent(r.model_error), domain);
+    case ChoiceBasis::kNeedsStaging:
+      return fmt::format("provisional: the model cannot separate it from {} (within its {} error on goodput and after "
+                         "losing a {}); stage {} and pass --staging LAYOUT=RECORDS",
+                         NameList(r, c.indistinguishable), Percent(r.model_error), domain, NameList(r, c.needs_staging));
+  }
+  return "";
 }
 
 Json DecisionJson(const WorkloadLayoutResult& r) {
-  if (!r.decision) return nullptr;
+  if (!r.decision || !r.choice) return nullptr;
   const SimulatedLayout& d = r.simulated[*r.decision];
+  const LayoutChoice& c = *r.choice;
   const std::optional<double> share = RunnerUpShare(r);
   return Json{{"layout", Name(d)},
+              {"status", c.basis == ChoiceBasis::kNeedsStaging ? "needs-staging" : "chosen"},
+              {"basis", ChoiceBasisName(c.basis)},
+              {"failure_domain", FailureDomainName(r.failure_domain)},
+              {"close_call", RoundForReport(r.close_call, 6)},
+              {"model_error", RoundForReport(r.model_error, 6)},
+              {"close_band", Names(r, c.band)},
+              {"indistinguishable", Names(r, c.indistinguishable)},
+              {"needs_staging", Names(r, c.needs_staging)},
               {"runner_up_share", share ? Json(RoundForReport(*share, 4)) : Json(nullptr)},
               {"too_close_to_call", TooClose(r)},
               {"gpu", d.gpu},
@@ -126,8 +236,7 @@ Json DecisionJson(const WorkloadLayoutResult& r) {
               {"dp", d.dp},
               {"goodput_per_gpu", RoundForReport(d.goodput_per_gpu, 6)},
               {"static_rank", d.static_rank},
-              {"reason", fmt::format("the most SLO-qualified goodput per GPU of the {} simulated on the workload",
-                                     r.simulated.size())}};
+              {"reason", DecisionReason(r)}};
 }
 
 std::string PointText(const OperatingPointRanking& p, int64_t rows) {
@@ -145,13 +254,29 @@ std::string PointText(const OperatingPointRanking& p, int64_t rows) {
   return out;
 }
 
+// "2/3 0.2017": replicas left of dp and goodput per GPU after the loss ("2/3" alone when
+// the loss was not simulated: outside the band).
+std::string AfterLossText(const SimulatedLayout& s, FailureDomain d) {
+  const int64_t left = d == FailureDomain::kNode   ? s.replicas_after_loss.node
+                       : d == FailureDomain::kRack ? s.replicas_after_loss.rack
+                                                   : s.replicas_after_loss.zone;
+  std::string out = fmt::format("{}/{}", left, s.dp);
+  if (s.after_loss && s.after_loss->error.empty()) out += fmt::format(" {:.4f}", s.after_loss->goodput_per_gpu);
+  if (s.after_loss && !s.after_loss->error.empty()) out += " failed";
+  return out;
+}
+
 std::string SimulatedText(const WorkloadLayoutResult& r) {
   std::vector<std::string> classes;
   if (!r.simulated.empty()) {
     for (const auto& [name, v] : r.simulated.front().class_attainment) classes.push_back(name);
   }
-  std::string out = fmt::format("  {:>3} {:>6}  {:<22} {:>4} {:>10} {:>9} {:>7}", "sim", "static", "layout", "GPUs",
-                                "goodput/s", "per GPU", "SLO ok");
+  bool staged = false;
+  for (const SimulatedLayout& s : r.simulated) staged = staged || s.staging.has_value();
+  const std::string loss = fmt::format("{} loss", FailureDomainName(r.failure_domain));
+  std::string out = fmt::format("  {:>3} {:>6}  {:<22} {:>4} {:>10} {:>9} {:>7} {:>13}", "sim", "static", "layout", "GPUs",
+                                "goodput/s", "per GPU", "SLO ok", loss);
+  if (staged) out += fmt::format(" {:>9}", "staged");
   for (const std::string& c : classes) out += fmt::format(" {:>12}", c);
   out += "\n";
   for (const SimulatedLayout& s : r.simulated) {
@@ -159,14 +284,37 @@ std::string SimulatedText(const WorkloadLayoutResult& r) {
       out += fmt::format("  {:>3} {:>6}  {:<22} not simulated: {}\n", "-", s.static_rank, Name(s), s.error);
       continue;
     }
-    out += fmt::format("  {:>3} {:>6}  {:<22} {:>4} {:>10.3f} {:>9.4f} {:>7}", s.simulated_rank, s.static_rank,
-                       Name(s), s.gpus, s.goodput_rps, s.goodput_per_gpu, ShareText(s.attainment));
+    out += fmt::format("  {:>3} {:>6}  {:<22} {:>4} {:>10.3f} {:>9.4f} {:>7} {:>13}", s.simulated_rank, s.static_rank,
+                       Name(s), s.gpus, s.goodput_rps, s.goodput_per_gpu, ShareText(s.attainment),
+                       AfterLossText(s, r.failure_domain));
+    if (staged) out += fmt::format(" {:>9}", s.staging ? fmt::format("{:.4f}", s.staging->goodput_per_gpu) : "-");
     for (const std::string& c : classes) {
       const auto it = s.class_attainment.find(c);
       out += fmt::format(" {:>12}", it == s.class_attainment.end() ? "-" : ShareText(it->second));
     }
     out += "\n";
   }
+  out += fmt::format("  ({}: replicas left of dp after the worst single {} loss, and goodput per GPU of the whole fleet "
+                     "then, simulated within {} of the leader{})\n",
+                     loss, FailureDomainName(r.failure_domain), Percent(std::max(r.close_call, r.model_error)),
+                     staged ? "; staged: measured goodput per GPU of the staging run" : "");
+  return out;
+}
+
+std::string DecisionText(const WorkloadLayoutResult& r) {
+  if (!r.decision || !r.choice) return "  none: no candidate could be simulated\n";
+  const SimulatedLayout& d = r.simulated[*r.decision];
+  const LayoutChoice& c = *r.choice;
+  std::string out;
+  if (c.basis == ChoiceBasis::kNeedsStaging) out += "  NEEDS STAGING before choosing\n";
+  out += fmt::format("  {}: {:.4f} qualified requests/s per GPU, attainment {} (static rank {} at the typical point)\n",
+                     Name(d), d.goodput_per_gpu, ShareText(d.attainment), d.static_rank);
+  if (const std::optional<size_t> runner = RunnerUp(r)) {
+    const double share = *RunnerUpShare(r);
+    out += fmt::format("  the runner-up {} reaches {:.1f}% of its goodput per GPU{}\n", Name(r.simulated[*runner]),
+                       100.0 * share, TooClose(r) ? fmt::format(" (within the {} close call)", Percent(r.close_call)) : "");
+  }
+  out += "  " + DecisionReason(r) + "\n";
   return out;
 }
 
@@ -199,21 +347,7 @@ std::string WorkloadLayoutText(const WorkloadLayoutResult& r, const Cluster& clu
     out += "\nCrossovers (static decode model, by fleet concurrency):\n";
     for (const Crossover& x : r.crossovers) out += "  " + CrossoverText(r, x) + "\n";
   }
-  out += "\nDecision:\n";
-  if (r.decision) {
-    const SimulatedLayout& d = r.simulated[*r.decision];
-    out += fmt::format("  {}: {:.4f} qualified requests/s per GPU, attainment {} (static rank {} at the typical "
-                       "point)\n",
-                       Name(d), d.goodput_per_gpu, ShareText(d.attainment), d.static_rank);
-    if (const std::optional<double> share = RunnerUpShare(r)) {
-      out += fmt::format("  the runner-up {} reaches {:.1f}% of it: {}\n", Name(r.simulated[1]), 100.0 * *share,
-                         TooClose(r) ? fmt::format("too close to call (within {:.0f}%); measure both",
-                                                   100.0 * r.points[r.typical].result.request.close_call_share)
-                                     : "a clear call");
-    }
-  } else {
-    out += "  none: no candidate could be simulated\n";
-  }
+  out += "\nDecision:\n" + DecisionText(r);
   const LayoutResult& typical = r.points[r.typical].result;
   out += fmt::format("\nRejected at the typical point: {} (--json lists every one with its reason)\n",
                      typical.rejected.size());
@@ -240,7 +374,7 @@ Json WorkloadLayoutJson(const WorkloadLayoutResult& r, const Cluster& cluster) {
   }
   j["operating_points"] = std::move(points);
   Json sims = Json::array();
-  for (const SimulatedLayout& s : r.simulated) sims.push_back(SimulatedJson(s));
+  for (const SimulatedLayout& s : r.simulated) sims.push_back(SimulatedJson(s, r.failure_domain));
   j["simulated"] = std::move(sims);
   Json crossovers = Json::array();
   for (const Crossover& x : r.crossovers) crossovers.push_back(CrossoverJson(r, x));

@@ -1,8 +1,10 @@
 // `fleetplan layout`: exit codes, JSON keys, and located errors for bad cluster files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "cli/cli_run.h"
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/metrics/records_io.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -145,9 +148,11 @@ TEST(LayoutVerb, BadClusterFilesAreLocatedErrorsWithExitCode3) {
                        "      |                ^\n");
 }
 
-// A short one-class workload on one 8-GPU node (simulations take milliseconds).
-std::string SmallScenario() {
-  return WriteFile("layout_scenario.yaml",
+// A short two-class workload on one 8-GPU node (simulations take milliseconds). At 30/s
+// the simulation separates the layouts clearly (TP8 reaches about 67% of TP4 × dp 2); at
+// 4/s every layout meets the SLOs and the model cannot choose without staging.
+std::string SmallScenario(const std::string& rate = "30/s") {
+  return WriteFile("layout_scenario_" + std::to_string(std::hash<std::string>{}(rate)) + ".yaml",
                    "version: 1\n"
                    "name: layout-cli\n"
                    "seed: 3\n"
@@ -158,7 +163,7 @@ std::string SmallScenario() {
                    "  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 128}\n"
                    "workload:\n"
                    "  duration: 30s\n"
-                   "  arrival: {process: poisson, rate: 4/s}\n"
+                   "  arrival: {process: poisson, rate: " + rate + "}\n"
                    "  classes:\n"
                    "    interactive:\n"
                    "      share: 0.7\n"
@@ -228,6 +233,96 @@ TEST(LayoutVerb, ScenarioJsonIsTheSameForAnyNumberOfJobs) {
   const CliResult four = Fleetplan({"layout", "--scenario", scenario, "--jobs", "4", "--json"});
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_EQ(one.out, four.out);
+}
+
+TEST(LayoutVerb, ScenarioTheModelCannotDecideExitsOneAndNamesWhatToStage) {
+  const std::string scenario = SmallScenario("4/s");
+  CliResult r = Fleetplan({"layout", "--scenario", scenario, "--json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("fleetplan layout: no decision without a measured staging result: the model cannot separate "
+                        "tp 8 × pp 1 × dp 1, ",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("(within its 5% error); stage them and pass --staging LAYOUT=RECORDS"), std::string::npos);
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["decision"]["status"], "needs-staging");
+  EXPECT_EQ(j["decision"]["basis"], "needs-staging");
+  EXPECT_EQ(j["decision"]["failure_domain"], "node");
+  EXPECT_EQ(j["decision"]["model_error"], 0.05);
+  EXPECT_GE(j["decision"]["needs_staging"].size(), 2u);
+  // A tighter declared model error lets the model choose on its own figures.
+  r = Fleetplan({"layout", "--scenario", scenario, "--model-error", "0.001", "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["decision"]["status"], "chosen");
+}
+
+TEST(LayoutVerb, StagingRecordsDecideBetweenCandidatesTheModelCannotSeparate) {
+  const std::string scenario = SmallScenario("4/s");
+  const Json waiting = Json::parse(Fleetplan({"layout", "--scenario", scenario, "--json"}).out);
+  std::vector<std::string> args = {"layout", "--scenario", scenario, "--json"};
+  const WorkloadNames names{{"interactive", "batch"}, {}, {}};
+  for (const Json& s : waiting["simulated"]) {
+    if (std::find(waiting["decision"]["needs_staging"].begin(), waiting["decision"]["needs_staging"].end(),
+                  s["layout"]) == waiting["decision"]["needs_staging"].end()) {
+      continue;
+    }
+    // Measured: TP4 × PP1 meets every objective, the others miss TTFT on one request in three.
+    const bool best = s["tp"] == 4 && s["pp"] == 1;
+    std::string text;
+    for (int i = 0; i < 60; ++i) {
+      RequestRecord rec;
+      rec.id = i;
+      rec.arrival = SimTime::FromNanos(int64_t{500'000'000} * i);
+      rec.first_token = rec.arrival + Duration::Nanos(int64_t{1'000'000} * (!best && i % 3 == 0 ? 3000 : 200));
+      rec.finish = *rec.first_token + Duration::Nanos(int64_t{20'000'000} * 99);
+      rec.input_tokens = 500;
+      rec.output_tokens = 100;
+      AppendRecordJsonl(rec, names, &text);
+    }
+    const std::string spec = fmt::format("tp{}xpp{}", s["tp"].get<int64_t>(), s["pp"].get<int64_t>());
+    args.push_back("--staging");
+    args.push_back(spec + "=" + WriteFile("staging_" + spec + ".jsonl", text));
+  }
+  ASSERT_GE(args.size(), 8u);
+  const CliResult r = Fleetplan(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["decision"]["status"], "chosen");
+  EXPECT_EQ(j["decision"]["basis"], "staging");
+  EXPECT_EQ(j["decision"]["tp"], 4);
+  EXPECT_EQ(j["decision"]["pp"], 1);
+  for (const Json& s : j["simulated"]) {
+    if (s["tp"] == 4 && s["pp"] == 1) {
+      EXPECT_EQ(s["staging"]["requests"], 60);
+      EXPECT_EQ(s["staging"]["format"], "fleetplan");
+      EXPECT_EQ(s["staging"]["fleet_attainment"], 1.0);
+    }
+  }
+}
+
+TEST(LayoutVerb, ChoiceFlagsAreCheckedAndNeedTheScenario) {
+  const std::string scenario = SmallScenario();
+  CliResult r = Fleetplan({"layout", "--scenario", scenario, "--staging", "tp4"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err, "--staging: 'tp4': expected SPEC=FILE with SPEC like tp4, tp4xdp2 or tp8xpp2xep1xdp1\n");
+  r = Fleetplan({"layout", "--scenario", scenario, "--failure-domain", "region"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err, "--failure-domain: unknown failure domain 'region' (valid: node, rack, zone)\n");
+  for (const char* bad : {"0", "1", "1.5", "-0.1", "nan", "five"}) {
+    r = Fleetplan({"layout", "--scenario", scenario, "--model-error", bad});
+    EXPECT_EQ(r.code, 3) << bad;
+    EXPECT_EQ(r.err.rfind("--model-error: expected ", 0), 0u) << r.err;
+  }
+  r = Fleetplan({"layout", "--scenario", scenario, "--staging", "tp4=no-such-records.jsonl"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err.rfind("--staging: tp4=no-such-records.jsonl: ", 0), 0u) << r.err;
+  r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--failure-domain", "rack"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "fleetplan layout: --failure-domain needs --scenario\n");
+  r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--staging", "tp8=x.jsonl"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "fleetplan layout: --staging needs --scenario\n");
 }
 
 TEST(LayoutVerb, TheBuiltInAtlasScenarioIsNamedAtlas) {

@@ -2,14 +2,17 @@
 // operating point of the static search (plan/layout.h).
 #include "fleetplan/plan/workload_layout.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/metrics/records_io.h"
 #include "fleetplan/plan/cluster_file.h"
 #include "fleetplan/plan/layout_report.h"
 
@@ -65,10 +68,12 @@ fleetplan::Scenario Load(const std::string& text) {
   return std::move(s).value();
 }
 
-WorkloadLayoutResult Decide(const std::string& text, const std::string& cluster, int64_t top, int jobs = 1) {
+WorkloadLayoutResult Decide(const std::string& text, const std::string& cluster, int64_t top, int jobs = 1,
+                            std::vector<StagingInput> staging = {}) {
   WorkloadLayoutRequest q;
   q.simulate_top = top;
   q.jobs = jobs;
+  q.staging = std::move(staging);
   Expected<WorkloadLayoutResult> r = DecideLayoutOnWorkload(Load(text), Short(cluster), q);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return std::move(r).value();
@@ -232,6 +237,130 @@ TEST(WorkloadLayout, LowAndHighConcurrencyChangeWhichLayoutTheSimulationPrefers)
       EXPECT_EQ(s.static_rank, 1);
     }
   }
+}
+
+const SimulatedLayout* FindSim(const WorkloadLayoutResult& r, int64_t tp, int64_t pp) {
+  for (const SimulatedLayout& s : r.simulated) {
+    if (s.layout.tp == tp && s.layout.pp == pp) return &s;
+  }
+  return nullptr;
+}
+
+// On two nodes at 4/s every candidate meets the SLOs, so all are within 5% of the leader.
+// TP8 × PP2 × dp 1 has the second-best goodput per GPU but its one replica spans both
+// nodes: losing either leaves nothing, so it ranks after the TP4 fleets that keep half.
+TEST(WorkloadLayout, WithinTheCloseBandTheFleetThatSurvivesANodeLossRanksFirst) {
+  const WorkloadLayoutResult r = Decide(Scenario("4/s", "40s"), "2x8xh100-sxm-80g", 4);
+  const SimulatedLayout* spread = FindSim(r, 8, 2);
+  const SimulatedLayout* tp4 = FindSim(r, 4, 1);
+  ASSERT_NE(spread, nullptr);
+  ASSERT_NE(tp4, nullptr);
+  EXPECT_GT(spread->goodput_per_gpu, tp4->goodput_per_gpu);
+  EXPECT_EQ(spread->replicas_after_loss.node, 0);
+  ASSERT_TRUE(spread->after_loss && tp4->after_loss);
+  EXPECT_EQ(spread->after_loss->replicas, 0);
+  EXPECT_EQ(spread->after_loss->goodput_per_gpu, 0.0);
+  EXPECT_EQ(tp4->after_loss->replicas, tp4->dp / 2);
+  EXPECT_GT(tp4->after_loss->goodput_per_gpu, 0.9 * tp4->goodput_per_gpu);  // half the fleet still serves 4/s
+  EXPECT_GT(spread->simulated_rank, tp4->simulated_rank);
+  for (size_t i = 0; i < r.simulated.size(); ++i) EXPECT_EQ(r.simulated[i].simulated_rank, static_cast<int64_t>(i) + 1);
+  const Json j = WorkloadLayoutJson(r, Short("2x8xh100-sxm-80g"));
+  for (const Json& s : j["simulated"]) {
+    EXPECT_TRUE(s["replicas_after_loss"].contains("rack"));
+    ASSERT_TRUE(s["after_loss"].is_object()) << s.dump();  // every candidate is in the band here
+    EXPECT_EQ(s["after_loss"]["domain"], "node");
+    EXPECT_TRUE(s["staging"].is_null());
+  }
+}
+
+// Records of a staging run: `n` chat requests a quarter second apart, every `miss`-th one
+// answered after 2 s (past the 1 s TTFT objective), the others after 0.3 s.
+std::string StagingRecords(const std::string& name, int n, int miss) {
+  std::string text;
+  const WorkloadNames names{{"chat"}, {}, {}};
+  for (int i = 0; i < n; ++i) {
+    RequestRecord rec;
+    rec.id = i;
+    rec.arrival = SimTime::FromNanos(int64_t{250'000'000} * i);
+    rec.first_token = rec.arrival + Duration::Nanos(int64_t{1'000'000} * (miss > 0 && i % miss == 0 ? 2000 : 300));
+    rec.finish = *rec.first_token + Duration::Nanos(int64_t{20'000'000} * 99);
+    rec.input_tokens = 700;
+    rec.output_tokens = 100;
+    AppendRecordJsonl(rec, names, &text);
+  }
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// On one node at 4/s no layout separates from TP8 by more than the model's 5% error, on
+// goodput or after losing the node (which leaves nothing for any of them): the model does
+// not choose. Staging results for the undecided candidates let the measurement choose,
+// here against the model's provisional pick.
+TEST(WorkloadLayout, CandidatesTheModelCannotSeparateWaitForStagingAndTheMeasurementDecides) {
+  const std::string text = Scenario("4/s", "40s");
+  const WorkloadLayoutResult waiting = Decide(text, "1x8xh100-sxm-80g", 4);
+  ASSERT_TRUE(waiting.choice && waiting.decision);
+  EXPECT_EQ(waiting.choice->basis, ChoiceBasis::kNeedsStaging);
+  EXPECT_EQ(waiting.simulated[*waiting.decision].layout.tp, 8);  // provisional
+  ASSERT_FALSE(waiting.choice->indistinguishable.empty());
+  std::vector<StagingInput> staging;
+  for (const size_t i : waiting.choice->needs_staging) {
+    const SimulatedLayout& c = waiting.simulated[i];
+    const bool tp4 = c.layout.tp == 4 && c.layout.pp == 1;
+    const std::string spec = fmt::format("tp{}xpp{}", c.layout.tp, c.layout.pp);
+    Expected<StagingInput> in = ParseStagingSpec(spec + "=" + StagingRecords(spec + ".jsonl", 100, tp4 ? 0 : 4));
+    ASSERT_TRUE(in.ok()) << in.status().message();
+    staging.push_back(*in);
+  }
+  const WorkloadLayoutResult staged = Decide(text, "1x8xh100-sxm-80g", 4, 1, staging);
+  ASSERT_TRUE(staged.choice && staged.decision);
+  EXPECT_EQ(staged.choice->basis, ChoiceBasis::kStaging);
+  const SimulatedLayout& d = staged.simulated[*staged.decision];
+  EXPECT_EQ(d.layout.tp, 4);
+  EXPECT_EQ(d.layout.pp, 1);
+  ASSERT_TRUE(d.staging);
+  EXPECT_EQ(d.staging->requests, 100);
+  EXPECT_EQ(d.staging->gpus, d.dp * 4);
+  EXPECT_NEAR(d.staging->goodput_per_gpu, d.staging->goodput_rps / static_cast<double>(d.staging->gpus), 1e-12);
+  EXPECT_EQ(d.staging->format, "fleetplan");
+  const Json j = WorkloadLayoutJson(staged, Short("1x8xh100-sxm-80g"));
+  EXPECT_EQ(j["decision"]["status"], "chosen");
+  EXPECT_EQ(j["decision"]["basis"], "staging");
+  EXPECT_EQ(j["decision"]["tp"], 4);
+  const Json w = WorkloadLayoutJson(waiting, Short("1x8xh100-sxm-80g"));
+  EXPECT_EQ(w["decision"]["status"], "needs-staging");
+  EXPECT_EQ(w["decision"]["needs_staging"].size(), waiting.choice->needs_staging.size());
+  EXPECT_NE(WorkloadLayoutText(waiting, Short("1x8xh100-sxm-80g")).find("NEEDS STAGING before choosing"),
+            std::string::npos);
+}
+
+TEST(WorkloadLayout, AStagingSpecThatNamesNoSimulatedCandidateIsAnError) {
+  Expected<StagingInput> in = ParseStagingSpec("tp1=" + StagingRecords("tp1.jsonl", 10, 0));
+  ASSERT_TRUE(in.ok());
+  WorkloadLayoutRequest q;
+  q.simulate_top = 2;
+  q.staging = {*in};
+  const Expected<WorkloadLayoutResult> r =
+      DecideLayoutOnWorkload(Load(Scenario("4/s", "10s")), Short("1x8xh100-sxm-80g"), q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(r.status().message().rfind("--staging: tp1: 0 simulated candidate(s) are tp 1 × pp 1 (simulated: tp 8 × pp 1, ", 0),
+            0u)
+      << r.status().message();
+}
+
+TEST(WorkloadLayout, ABadStagingFileFailsBeforeAnySimulation) {
+  const std::string bad = ::testing::TempDir() + "bad-staging.jsonl";
+  std::ofstream(bad) << "{\"id\": 1, \"class\": \"chat\"\n";
+  Expected<StagingInput> in = ParseStagingSpec("tp8=" + bad);
+  ASSERT_TRUE(in.ok());
+  WorkloadLayoutRequest q;
+  q.staging = {*in};
+  const Expected<WorkloadLayoutResult> r =
+      DecideLayoutOnWorkload(Load(Scenario("4/s", "10s")), Short("1x8xh100-sxm-80g"), q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("--staging: tp8=" + bad + ": ", 0), 0u) << r.status().message();
 }
 
 TEST(WorkloadLayout, BadRequestsNameTheFlag) {

@@ -21,6 +21,11 @@
 //   simulated rank: goodput_rps / (dp × tp × pp) descending, then fleet attainment
 //     descending, then static rank; a candidate that cannot be bound or run is ranked
 //     after the others with its reason
+//   the choice (layout_choice.h): within close_call of the leader, the fleet after the
+//     worst single loss of the failure domain is simulated too and ranks the band; where the
+//     pick and another candidate are within model_error on goodput and on goodput after the
+//     loss, a staging result (records of a measured run) decides, or the decision waits
+//     for one (ChoiceBasis::kNeedsStaging; `decision` is then provisional)
 //   crossovers: the decision against each other candidate — the lowest fleet concurrency
 //     (1 .. what the pair can hold) at which the static decode leader of the pair changes,
 //     found by doubling then bisection, or none.
@@ -43,6 +48,7 @@
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/plan/cluster.h"
 #include "fleetplan/plan/layout.h"
+#include "fleetplan/plan/layout_choice.h"
 
 namespace fleetplan {
 
@@ -63,6 +69,9 @@ struct WorkloadLayoutRequest {
   LayoutRequest base;
   int64_t simulate_top = kDefaultSimulateTop;
   int jobs = 1;  // simulations at once
+  FailureDomain failure_domain = FailureDomain::kNode;
+  double model_error = kDefaultModelError;  // (0, 1)
+  std::vector<StagingInput> staging;        // each must name one simulated candidate
 };
 
 struct WorkloadFigures {
@@ -100,6 +109,9 @@ struct SimulatedLayout {
   std::optional<double> attainment;                  // fleet
   std::map<std::string, std::optional<double>> class_attainment;  // class → attainment
   int64_t requests = 0;
+  DomainLoss replicas_after_loss;         // the packing's, at the typical point
+  std::optional<AfterLoss> after_loss;    // simulated within the band (layout_choice.h)
+  std::optional<StagingResult> staging;   // a measured staging run, when given
 };
 
 struct Crossover {
@@ -118,7 +130,11 @@ struct WorkloadLayoutResult {
   std::vector<OperatingPointRanking> points;  // batch-1, typical, max-throughput
   size_t typical = 1;                         // index of the typical point
   std::vector<SimulatedLayout> simulated;     // in simulated rank order
-  std::optional<size_t> decision;             // index into simulated
+  std::optional<size_t> decision;             // index into simulated (choice->chosen)
+  std::optional<LayoutChoice> choice;         // indices into simulated
+  FailureDomain failure_domain = FailureDomain::kNode;
+  double close_call = 0;
+  double model_error = 0;
   std::vector<Crossover> crossovers;
   std::vector<std::string> derived;
 };
@@ -129,9 +145,16 @@ Expected<WorkloadLayoutResult> DecideLayoutOnWorkload(const Scenario& scenario, 
 // Renderings (workload_layout_report.cc). JSON keys scripts rely on (stable):
 //   simulated[] {gpu, tp, pp, ep, dp, gpus, static_rank, static_ranks{point: rank},
 //                simulated_rank, goodput_rps, goodput_per_gpu, throughput_rps, attainment
-//                {class: share}, fleet_attainment, requests, error}
+//                {class: share}, fleet_attainment, requests, error, replicas_after_loss
+//                {node, rack, zone}, after_loss {domain, replicas, goodput_rps,
+//                goodput_per_gpu, fleet_attainment, error} | null, staging {spec, path,
+//                format, digest, dp, gpus, requests, goodput_rps, goodput_per_gpu,
+//                fleet_attainment} | null}
 //   decision    {layout, gpu, tp, pp, ep, dp, goodput_per_gpu, static_rank, reason,
-//                runner_up_share, too_close_to_call (within the close-call share)} | null
+//                runner_up_share, too_close_to_call (within the close-call share), status
+//                ("chosen" | "needs-staging"), basis (layout_choice.h ChoiceBasisName),
+//                failure_domain, close_call, model_error, close_band[], indistinguishable[],
+//                needs_staging[] (layout names)} | null
 //   operating_points[] {name, basis, operating_point, ranking[]}
 //   crossovers[] {a, b, leader_at_1, crossover_concurrency | null, searched_to, text}
 //   workload {...}, inputs {..., operating_point (the typical point's)}, feasible[] and
