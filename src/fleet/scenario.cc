@@ -127,6 +127,33 @@ void NotePerfDefaults(const YamlNode& step_model, const YamlNode& cuda_graphs, S
   }
 }
 
+// engine.host_overhead (perf/host_overhead.h): a duration is the per-step term; a mapping
+// states any of per_step, per_sequence and per_prefill_token (each absent one is 0).
+Status ReadHostOverhead(const YamlNode& node, Scenario& s) {
+  if (!node.present()) {
+    s.derived.push_back("engine.host_overhead: 0 (not given)");
+    return Status::Ok();
+  }
+  if (node.IsNull()) return Status::Ok();
+  if (!node.IsMap()) {
+    FP_ASSIGN_OR_RETURN(s.engine.host_overhead, ReadStepTime(node));
+    return Status::Ok();
+  }
+  FP_RETURN_IF_ERROR(node.CheckKeys(keys::kHostOverhead));
+  const std::pair<const char*, Duration*> terms[] = {{"per_step", &s.engine.host_overhead},
+                                                     {"per_sequence", &s.engine.host_per_sequence},
+                                                     {"per_prefill_token", &s.engine.host_per_prefill_token}};
+  for (const auto& [key, out] : terms) {
+    const YamlNode term = node[key];
+    if (!term.present() || term.IsNull()) {
+      s.derived.push_back(fmt::format("engine.host_overhead.{}: 0 (not given)", key));
+      continue;
+    }
+    FP_ASSIGN_OR_RETURN(*out, ReadStepTime(term));
+  }
+  return Status::Ok();
+}
+
 Status ReadEngine(const YamlNode& node, Scenario& s) {
   FP_RETURN_IF_ERROR(CheckOptionalMap(node, keys::kEngine));
   FP_RETURN_IF_ERROR(ReadScheduler(node["scheduler"], s));
@@ -143,10 +170,7 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   } else {
     s.derived.push_back("engine.step_model: roofline (not given)");
   }
-  if (node["host_overhead"].present() && !node["host_overhead"].IsNull()) {
-    FP_ASSIGN_OR_RETURN(s.engine.host_overhead, ReadStepTime(node["host_overhead"]));
-  }
-  if (!node["host_overhead"].present()) s.derived.push_back("engine.host_overhead: 0 (not given)");
+  FP_RETURN_IF_ERROR(ReadHostOverhead(node["host_overhead"], s));
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
   NotePerfDefaults(step_model, node["cuda_graphs"], s);
   FP_RETURN_IF_ERROR(section::ReadSpeculation(node["speculation"], s));

@@ -127,6 +127,62 @@ TEST(Scenario, UnknownPolicyAndRouterAreLocated) {
       << s.status().message();
 }
 
+// engine.host_overhead as a mapping states the batch-dependent terms a calibration file
+// states (perf/host_overhead.h); a bare duration is the per-step term alone.
+TEST(Scenario, HostOverheadMappingStatesEveryTermAndTheyLengthenSteps) {
+  std::string text = SmallScenario();
+  text.replace(text.find("host_overhead: 0.3ms"), 20,
+               "host_overhead: {per_step: 0.3ms, per_sequence: 40us, per_prefill_token: 200ns}");
+  Expected<Scenario> s = LoadScenarioText(text, "small.yaml", "");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->engine.host_overhead, Us(300));
+  EXPECT_EQ(s->engine.host_per_sequence, Us(40));
+  EXPECT_EQ(s->engine.host_per_prefill_token, Duration::Nanos(200));
+  // Only some terms: the others are 0 and say so.
+  std::string partial = SmallScenario();
+  partial.replace(partial.find("host_overhead: 0.3ms"), 20, "host_overhead: {per_sequence: 40us}");
+  Expected<Scenario> p = LoadScenarioText(partial, "small.yaml", "");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->engine.host_overhead, Duration());
+  EXPECT_EQ(p->engine.host_per_sequence, Us(40));
+  int notes = 0;
+  for (const std::string& d : p->derived) {
+    notes += d == "engine.host_overhead.per_step: 0 (not given)" || d == "engine.host_overhead.per_prefill_token: 0 (not given)";
+  }
+  EXPECT_EQ(notes, 2);
+  // Per-sequence CPU time stretches every step: the same requests finish later.
+  Expected<RunResult> base = RunText(SmallScenario());
+  Expected<RunResult> heavy = RunText(text);
+  ASSERT_TRUE(base.ok() && heavy.ok());
+  EXPECT_GT(heavy->result.report.fleet.requests, 0);
+  const auto mean_e2e = [](const RunResult& r) {
+    for (const ClassReport& c : r.result.report.classes) {
+      if (c.name == "chat") return c.of(LatencyMetric::kE2e).mean_ns.value_or(0.0);
+    }
+    return 0.0;
+  };
+  EXPECT_GT(mean_e2e(*heavy), mean_e2e(*base));
+}
+
+TEST(Scenario, HostOverheadMappingErrorsAreLocated) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"host_overhead: {per_sequenc: 40us}",
+       "engine.host_overhead: unknown field 'per_sequenc'; did you mean 'per_sequence'? (valid: per_step, per_sequence, "
+       "per_prefill_token)"},
+      {"host_overhead: {per_sequence: 11s}", "engine.host_overhead.per_sequence: expected a duration of at most 10 s"},
+      {"host_overhead: {per_step: fast}", "engine.host_overhead.per_step: "},
+  };
+  for (const auto& [yaml, message] : cases) {
+    std::string text = SmallScenario();
+    text.replace(text.find("host_overhead: 0.3ms"), 20, yaml);
+    Expected<Scenario> s = LoadScenarioText(text, "small.yaml", "");
+    ASSERT_FALSE(s.ok()) << yaml;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(s.status().message().find("small.yaml:"), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find(message), std::string::npos) << s.status().message();
+  }
+}
+
 TEST(Scenario, TooManyReplicasForTheHardware) {
   std::string text = SmallScenario();
   text.replace(text.find("replicas: 2"), 11, "replicas: 9");

@@ -37,6 +37,8 @@ inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "
 inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",
                                                  "step_model", "host_overhead", "cuda_graphs", "adapters",
                                                  "speculation"};
+// engine.host_overhead as a mapping (perf/host_overhead.h); a bare duration is per_step.
+inline const std::vector<std::string> kHostOverhead = {"per_step", "per_sequence", "per_prefill_token"};
 // engine.speculation: speculative decoding (fleet/speculation.h).
 inline const std::vector<std::string> kSpeculation = {"method", "draft", "tokens_per_round", "acceptance",
                                                       "disable_above_batch", "min_remaining"};
