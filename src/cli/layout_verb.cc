@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -248,7 +249,7 @@ Status FillChoice(const LayoutFlags& f, WorkloadLayoutRequest& request) {
   return Status::Ok();
 }
 
-Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
+Status RunOnScenario(const LayoutFlags& f, std::ostream& out, std::ostream& err) {
   FP_RETURN_IF_ERROR(CheckScenarioFlags(f));
   FP_ASSIGN_OR_RETURN(const Scenario scenario, LoadLayoutScenario(f));
   const std::string cluster_text = f.cluster.given() ? f.cluster.text : ScenarioCluster(scenario);
@@ -267,7 +268,28 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
   int64_t rows = kLayoutTextRows;
   FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
   if (rows < 1) return UsageError(fmt::format("--rows: expected an integer >= 1, got {}", QuoteValue(f.rows.text)));
-  FP_ASSIGN_OR_RETURN(WorkloadLayoutResult result, DecideLayoutOnWorkload(scenario, cluster, request));
+  // Each simulation of a candidate runs the scenario's whole workload: seconds each.
+  std::mutex progress_mu;
+  std::unique_ptr<Progress> progress;
+  std::string stage_shown;
+  request.on_simulated = [&](std::string_view stage, int64_t done, int64_t total) {
+    std::lock_guard<std::mutex> lock(progress_mu);
+    if (!progress || stage != stage_shown) {
+      progress.reset();
+      stage_shown = std::string(stage);
+      progress = std::make_unique<Progress>(err, "layout", stage_shown == "candidates" ? "simulations"
+                                                                                        : "after-loss simulations",
+                                            total, ProgressFor(f.quiet));
+    }
+    progress->Update(done);
+  };
+  Expected<WorkloadLayoutResult> decided = DecideLayoutOnWorkload(scenario, cluster, request);
+  if (!decided.ok()) {
+    if (progress) progress->Abandon();
+    return decided.status();
+  }
+  progress.reset();
+  WorkloadLayoutResult result = std::move(decided).value();
   std::vector<std::string> derived;
   if (!f.cluster.given()) derived.push_back(fmt::format("cluster {}: the scenario's hardware (--cluster not given)", cluster_text));
   CommonDerived(f, request.base, derived);
@@ -295,7 +317,7 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out) {
 }
 
 Status RunLayout(const LayoutFlags& f, std::ostream& out, std::ostream& err) {
-  if (f.scenario.given()) return RunOnScenario(f, out);
+  if (f.scenario.given()) return RunOnScenario(f, out, err);
   for (const auto& [flag, name] : {std::pair{&f.simulate_top, "--simulate-top"}, std::pair{&f.jobs, "--jobs"},
                                     std::pair{&f.failure_domain, "--failure-domain"},
                                     std::pair{&f.model_error, "--model-error"}}) {
@@ -408,8 +430,8 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
   cmd->add_option("--catalog", f.catalogs, "User catalog file (YAML); repeatable");
   cmd->add_flag("--json", f.json, "Print JSON instead of text");
   cmd->add_flag("--quiet", f.quiet,
-                "No progress on stderr (otherwise: a bar with ETA over the candidate layouts on a terminal, plain "
-                "lines in a log)");
+                "No progress on stderr (otherwise: a bar with ETA over the candidate layouts, or with --scenario over "
+                "the simulations, on a terminal; plain lines in a log)");
   cmd->callback([flags, &action] {
     action = [flags](std::ostream& out, std::ostream& err) { return RunLayout(*flags, out, err); };
   });

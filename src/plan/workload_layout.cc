@@ -268,11 +268,18 @@ SimulatedLayout Candidate(const FeasibleLayout& f, const std::vector<OperatingPo
 }
 
 // Runs work(i) for i in [0, n) on up to `jobs` threads. Each call writes only its own slot.
+// `stage` names the runs for the request's progress callback.
 template <typename Work>
-void RunParallel(size_t n, int jobs, const Work& work) {
+void RunParallel(size_t n, int jobs, const WorkloadLayoutRequest& q, std::string_view stage, const Work& work) {
   std::atomic<size_t> next{0};
+  std::atomic<int64_t> done{0};
+  if (q.on_simulated && n > 0) q.on_simulated(stage, 0, static_cast<int64_t>(n));
   auto loop = [&] {
-    for (size_t i = next++; i < n; i = next++) work(i);
+    for (size_t i = next++; i < n; i = next++) {
+      work(i);
+      const int64_t finished = ++done;
+      if (q.on_simulated) q.on_simulated(stage, finished, static_cast<int64_t>(n));
+    }
   };
   const int threads = std::clamp<int>(jobs, 1, static_cast<int>(std::max<size_t>(n, 1)));
   std::vector<std::thread> pool;
@@ -281,9 +288,9 @@ void RunParallel(size_t n, int jobs, const Work& work) {
   for (std::thread& t : pool) t.join();
 }
 
-void SimulateAll(const Scenario& s, const std::vector<const FeasibleLayout*>& picks, int jobs,
+void SimulateAll(const Scenario& s, const std::vector<const FeasibleLayout*>& picks, const WorkloadLayoutRequest& q,
                  std::vector<SimulatedLayout>& out) {
-  RunParallel(picks.size(), jobs, [&](size_t i) { RunCandidate(s, *picks[i], out[i]); });
+  RunParallel(picks.size(), q.jobs, q, "candidates", [&](size_t i) { RunCandidate(s, *picks[i], out[i]); });
 }
 
 // Simulated order: simulated ones first by goodput per GPU, attainment, static rank.
@@ -392,7 +399,7 @@ Status ChooseLayout(const Scenario& scenario, const WorkloadLayoutRequest& q, st
   if (view.empty()) return Status::Ok();
   const LayoutResult& typical = r.points[r.typical].result;
   const std::vector<size_t> need = NeedsAfterLoss(view, rules);
-  RunParallel(need.size(), q.jobs, [&](size_t k) {
+  RunParallel(need.size(), q.jobs, q, "after-loss", [&](size_t k) {
     SimulatedLayout& c = r.simulated[need[k]];
     const FeasibleLayout* f = FindLayout(typical, c.gpu, c.layout);
     c.after_loss = f ? RunAfterLoss(scenario, *f, q.failure_domain, c.gpus)
@@ -543,7 +550,7 @@ Expected<WorkloadLayoutResult> DecideLayoutOnWorkload(const Scenario& scenario, 
                                     request.simulate_top, picks.size()));
   }
   for (const FeasibleLayout* f : picks) r.simulated.push_back(Candidate(*f, r.points, r.typical));
-  SimulateAll(scenario, picks, request.jobs, r.simulated);
+  SimulateAll(scenario, picks, request, r.simulated);
   RankSimulated(r.simulated);
   FP_RETURN_IF_ERROR(ChooseLayout(scenario, request, std::move(staged), r));
   FP_RETURN_IF_ERROR(Crossovers(base, cluster, r));

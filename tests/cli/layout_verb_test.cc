@@ -237,7 +237,7 @@ TEST(LayoutVerb, ScenarioJsonIsTheSameForAnyNumberOfJobs) {
 
 TEST(LayoutVerb, ScenarioTheModelCannotDecideExitsOneAndNamesWhatToStage) {
   const std::string scenario = SmallScenario("4/s");
-  CliResult r = Fleetplan({"layout", "--scenario", scenario, "--json"});
+  CliResult r = Fleetplan({"layout", "--scenario", scenario, "--json", "--quiet"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err.rfind("fleetplan layout: no decision without a measured staging result: the model cannot separate "
                         "tp 8 × pp 1 × dp 1, ",
@@ -255,6 +255,18 @@ TEST(LayoutVerb, ScenarioTheModelCannotDecideExitsOneAndNamesWhatToStage) {
   r = Fleetplan({"layout", "--scenario", scenario, "--model-error", "0.001", "--json"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out)["decision"]["status"], "chosen");
+}
+
+// Simulating candidates takes seconds on a real workload: stderr shows each stage's
+// progress (a plain final line per stage when it is not a terminal), nothing with --quiet.
+TEST(LayoutVerb, ScenarioShowsProgressOverTheSimulationsUnlessQuiet) {
+  const std::string scenario = SmallScenario();
+  CliResult r = Fleetplan({"layout", "--scenario", scenario, "--simulate-top", "3", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("layout [########################] 3/3 simulations 100% in "), std::string::npos) << r.err;
+  r = Fleetplan({"layout", "--scenario", scenario, "--simulate-top", "3", "--json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
 }
 
 TEST(LayoutVerb, StagingRecordsDecideBetweenCandidatesTheModelCannotSeparate) {

@@ -37,9 +37,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleetplan/core/json.h"
@@ -72,6 +74,9 @@ struct WorkloadLayoutRequest {
   FailureDomain failure_domain = FailureDomain::kNode;
   double model_error = kDefaultModelError;  // (0, 1)
   std::vector<StagingInput> staging;        // each must name one simulated candidate
+  // Progress, called from the simulating threads as each run ends: the stage ("candidates",
+  // then "after-loss"), the runs of that stage done, and its total. May be empty.
+  std::function<void(std::string_view stage, int64_t done, int64_t total)> on_simulated;
 };
 
 struct WorkloadFigures {
