@@ -8,9 +8,12 @@
 //   throughput    N streams read to their end at a high --speed: streamed tokens per
 //                 second of wall time (the I/O path, not the simulated engine, bounds it)
 //   lateness      N streams at speed 1: token lateness against the simulated schedule,
-//                 p50/p99 as bucket bounds of fleetplan:token_lateness_seconds
+//                 p50/p99 as bucket bounds of fleetplan:token_lateness_seconds. The
+//                 engine's max_running (--max-running, default 4096: every stream in one
+//                 decode step) sets how many tokens one step emits at once.
 //
-// Usage: serve_bench [--open N] [--throughput N] [--lateness N]   (defaults 10000 2000 2000)
+// Usage: serve_bench [--open N] [--throughput N] [--lateness N] [--max-running N]
+//        (defaults 10000 2000 2000 4096)
 // Not a Google Benchmark: each figure is one timed scenario. Progress goes to stderr.
 #include <spawn.h>
 #include <sys/resource.h>
@@ -120,7 +123,7 @@ std::string Body(int max_tokens) {
 extern char** environ;
 
 int main(int argc, char** argv) {
-  int64_t open_n = 10000, throughput_n = 2000, lateness_n = 2000;
+  int64_t open_n = 10000, throughput_n = 2000, lateness_n = 2000, lateness_running = 4096;
   if (argc == 5 && std::strcmp(argv[1], "--client-hold") == 0) {  // the child of the open-streams figure
     rlimit lim{};
     getrlimit(RLIMIT_NOFILE, &lim);
@@ -136,8 +139,9 @@ int main(int argc, char** argv) {
     if (flag == "--open") open_n = v;
     else if (flag == "--throughput") throughput_n = v;
     else if (flag == "--lateness") lateness_n = v;
+    else if (flag == "--max-running" && v >= 1) lateness_running = v;
     else {
-      std::cerr << "usage: serve_bench [--open N] [--throughput N] [--lateness N]\n";
+      std::cerr << "usage: serve_bench [--open N] [--throughput N] [--lateness N] [--max-running N >= 1]\n";
       return 2;
     }
   }
@@ -192,13 +196,14 @@ int main(int argc, char** argv) {
                              throughput_n, r.completed, tokens, r.seconds, tokens / r.seconds);
   }
   if (lateness_n > 0) {
-    Running s(/*max_running=*/4096, /*speed=*/1);
-    std::cerr << fmt::format("lateness: {} streams x 100 tokens at speed 1 ...\n", lateness_n);
+    Running s(static_cast<int>(lateness_running), /*speed=*/1);
+    std::cerr << fmt::format("lateness: {} streams x 100 tokens at speed 1, max_running {} ...\n", lateness_n,
+                             lateness_running);
     const auto r = fs::testing::StreamLoad::Run(s.port(), Body(100), lateness_n, false);
     const std::string m = Metrics(s.port());
-    std::cout << fmt::format("lateness         {} streams, {} completed in {:.2f} s; token lateness p50 <= {} ms, p99 <= {} ms, "
-                             "max {:.2f} ms\n",
-                             lateness_n, r.completed, r.seconds, LatenessQuantile(m, 0.5) * 1000,
+    std::cout << fmt::format("lateness         {} streams (max_running {}), {} completed in {:.2f} s; token lateness "
+                             "p50 <= {} ms, p99 <= {} ms, max {:.2f} ms\n",
+                             lateness_n, lateness_running, r.completed, r.seconds, LatenessQuantile(m, 0.5) * 1000,
                              LatenessQuantile(m, 0.99) * 1000, Value(m, "fleetplan:token_lateness_max_seconds{") * 1000);
   }
   return 0;

@@ -34,6 +34,7 @@ struct ValidateFlags {
   bool allow_mismatch = false;
   bool quiet = false;
   bool independent_dp_ranks = false;
+  bool no_shrink = false;
 };
 
 // The queue time series in two lines: mean and max of running and waiting requests over
@@ -160,7 +161,7 @@ Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
     most = total;
     progress->Update(done);
   };
-  Expected<Calibration> fitted = FitCalibration(runs, {}, on_point);
+  Expected<Calibration> fitted = FitCalibration(runs, {}, on_point, /*cross_validate=*/!f.no_shrink);
   if (progress && !fitted.ok()) progress->Abandon();
   if (progress && fitted.ok()) progress->Update(most);
   progress.reset();
@@ -216,7 +217,12 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
                   "Kernel-table folder (with dense.csv), or its parent holding tp<N>/ "
                   "(default: <run>/../../../perf/<hw>/<model>/bf16/tp<N>)");
   cmd->add_option("--calibration", f.calibration, "Calibration file (fleetplan-calibration-v2 JSON; v1 is read too)");
-  cmd->add_option("--fit", f.fit_out, "Fit a calibration on the given runs and write it to this file");
+  cmd->add_option("--fit", f.fit_out,
+                  "Fit a calibration on the given runs and write it to this file; with two or more runs the fit is "
+                  "shrunk toward no calibration by the share that predicts best a run held out of the others' fit");
+  cmd->add_flag("--no-shrink", f.no_shrink,
+                "With --fit: keep the least-squares fit whole (an in-sample look at what the runs fit; not "
+                "cross-validated)");
   cmd->add_flag("--allow-mismatch", f.allow_mismatch,
                 "Replay with a profile whose meta.json names another model or GPU than the run (refused "
                 "otherwise, exit 3); the report's notes say so");

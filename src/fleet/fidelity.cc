@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
@@ -1084,72 +1085,174 @@ bool Moved(const std::vector<double>& a, const std::vector<double>& b) {
 
 }  // namespace
 
-Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& profile_dirs,
-                                     const FitProgressFn& progress) {
-  if (runs.empty()) return UsageError("fit needs at least one run directory");
-  std::vector<std::string> profiles;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    profiles.push_back(ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
-    std::vector<std::string> ignored;
-    FP_RETURN_IF_ERROR(CheckProfileMatchesRun(runs[i], profiles.back(), /*allow_mismatch=*/false, &ignored));
-  }
-  std::vector<double> params = {0, 0, 0, 1};
-  const int64_t most = kFitRounds * static_cast<int64_t>(runs.size());
-  int64_t done = 0;
-  int64_t rounds = 0;
+namespace {
+
+// One least-squares fit (the rounds of FitCalibration) on `runs`.
+struct FitOutcome {
+  std::vector<double> params;  // kFitParams
   bool converged = false;
+  int64_t rounds = 0;
+  std::string spread;  // when not converged: the last rounds' range, in words
+};
+
+struct FitCounter {
+  const FitProgressFn& progress;
+  int64_t done = 0;
+  int64_t most = 0;
+  void Tick() {
+    if (progress) progress(++done, most);
+  }
+};
+
+Expected<FitOutcome> FitParams(const std::vector<const MeasuredRun*>& runs, const std::vector<std::string>& profiles,
+                               FitCounter& counter) {
+  FitOutcome out;
+  std::vector<double>& params = out.params;
+  params = {0, 0, 0, 1};
   std::vector<std::vector<double>> late;  // solutions of the last kFitAveraged rounds
-  while (rounds < kFitRounds && !converged) {
-    ++rounds;
+  while (out.rounds < kFitRounds && !out.converged) {
+    ++out.rounds;
     const Calibration c = FromParams(params);
     NormalEquations eq(kFitParams);
     for (size_t i = 0; i < runs.size(); ++i) {
       Replay replay;
-      FP_RETURN_IF_ERROR(Simulate(runs[i], profiles[i], c, &replay));
-      FP_RETURN_IF_ERROR(AddFitRows(runs[i], replay, c.gpu_time_scale, &eq));
-      if (progress) progress(++done, most);
+      FP_RETURN_IF_ERROR(Simulate(*runs[i], profiles[i], c, &replay));
+      FP_RETURN_IF_ERROR(AddFitRows(*runs[i], replay, c.gpu_time_scale, &eq));
+      counter.Tick();
     }
     const auto next = SolveNonNegative(eq);
     if (!next) {
       return InvalidInput(
           "validate --fit: the runs do not identify the calibration (no request with 2 or more tokens?)");
     }
-    converged = !Moved(params, *next);
-    if (rounds > kFitRounds - kFitAveraged) late.push_back(*next);
+    out.converged = !Moved(params, *next);
+    if (out.rounds > kFitRounds - kFitAveraged) late.push_back(*next);
     // After kFitFullRounds rounds without settling, go halfway: the schedule moves with the
     // parameters, and a full step can swing between two schedules without settling.
-    if (rounds <= kFitFullRounds || converged) {
+    if (out.rounds <= kFitFullRounds || out.converged) {
       params = *next;
     } else {
       for (size_t i = 0; i < kFitParams; ++i) params[i] = 0.5 * (params[i] + (*next)[i]);
     }
   }
+  if (out.converged) return out;
   // Not settled: a replay's schedule is not a smooth function of the parameters (a request
   // admitted one step earlier changes every later batch), so the solutions wander in a
   // region; their mean over the last rounds is the estimate and their range its spread.
-  std::string spread;
-  if (!converged) {
-    std::vector<double> lo(kFitParams, 1e300), hi(kFitParams, -1e300);
-    params.assign(kFitParams, 0.0);
-    for (const std::vector<double>& x : late) {
-      for (size_t i = 0; i < kFitParams; ++i) {
-        params[i] += x[i] / static_cast<double>(late.size());
-        lo[i] = std::min(lo[i], x[i]);
-        hi[i] = std::max(hi[i], x[i]);
-      }
+  std::vector<double> lo(kFitParams, 1e300), hi(kFitParams, -1e300);
+  params.assign(kFitParams, 0.0);
+  for (const std::vector<double>& x : late) {
+    for (size_t i = 0; i < kFitParams; ++i) {
+      params[i] += x[i] / static_cast<double>(late.size());
+      lo[i] = std::min(lo[i], x[i]);
+      hi[i] = std::max(hi[i], x[i]);
     }
-    spread = fmt::format(
-        "not settled after {} rounds: mean of the last {} rounds' solutions, which spread over per_step {:.0f}..{:.0f} "
-        "us, per_sequence {:.2f}..{:.2f} us, per_prefill_token {:.0f}..{:.0f} ns, gpu_time_scale {:.4f}..{:.4f}",
-        kFitRounds, kFitAveraged, lo[0] / 1e3, hi[0] / 1e3, lo[1] / 1e3, hi[1] / 1e3, lo[2], hi[2], lo[3], hi[3]);
   }
-  Calibration best = FromParams(params);
+  out.spread = fmt::format(
+      "not settled after {} rounds: mean of the last {} rounds' solutions, which spread over per_step {:.0f}..{:.0f} "
+      "us, per_sequence {:.2f}..{:.2f} us, per_prefill_token {:.0f}..{:.0f} ns, gpu_time_scale {:.4f}..{:.4f}",
+      kFitRounds, kFitAveraged, lo[0] / 1e3, hi[0] / 1e3, lo[1] / 1e3, hi[1] / 1e3, lo[2], hi[2], lo[3], hi[3]);
+  return out;
+}
+
+// The uncalibrated model: no host overhead, the tables as measured.
+const std::vector<double>& Prior() {
+  static const std::vector<double> prior = {0, 0, 0, 1};
+  return prior;
+}
+
+// prior + share × (fit − prior).
+std::vector<double> Shrink(const std::vector<double>& fit, double share) {
+  std::vector<double> x(kFitParams);
+  for (size_t i = 0; i < kFitParams; ++i) x[i] = Prior()[i] + share * (fit[i] - Prior()[i]);
+  return x;
+}
+
+// (predicted − measured) / measured of `run`'s mean TPOT under `params`.
+Expected<double> TpotError(const MeasuredRun& run, const std::string& profile, const std::vector<double>& params) {
+  Replay replay;
+  FP_RETURN_IF_ERROR(Simulate(run, profile, FromParams(params), &replay));
+  FP_ASSIGN_OR_RETURN(const Metrics x, PairUp(run, replay));
+  double measured = 0, predicted = 0;
+  for (size_t i = 0; i < x.tpot.measured.size(); ++i) {
+    measured += x.tpot.measured[i];
+    predicted += x.tpot.predicted[i];
+  }
+  return measured > 0 ? predicted / measured - 1.0 : 0.0;
+}
+
+// The share of the fit that carries to a run it was not fitted on: each training run in
+// turn is held out, the fit on the others is shrunk toward the prior by each share of
+// kShrinkShares, and the share whose held-out mean TPOT errors have the least sum of
+// squares wins (ties: the smaller share). `table` gets the errors, in words.
+Expected<double> CrossValidatedShare(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& profiles,
+                                     FitCounter& counter, std::string& table) {
+  std::vector<double> sse(kShrinkShares.size(), 0.0);
+  std::vector<std::string> folds;
+  for (size_t held = 0; held < runs.size(); ++held) {
+    std::vector<const MeasuredRun*> others;
+    std::vector<std::string> other_profiles;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (i == held) continue;
+      others.push_back(&runs[i]);
+      other_profiles.push_back(profiles[i]);
+    }
+    FP_ASSIGN_OR_RETURN(const FitOutcome fit, FitParams(others, other_profiles, counter));
+    std::vector<std::string> errors;
+    for (size_t k = 0; k < kShrinkShares.size(); ++k) {
+      FP_ASSIGN_OR_RETURN(const double e, TpotError(runs[held], profiles[held], Shrink(fit.params, kShrinkShares[k])));
+      counter.Tick();
+      sse[k] += e * e;
+      errors.push_back(fmt::format("{:+.1f}%", 100.0 * e));
+    }
+    folds.push_back(fmt::format("{} held out: {}", runs[held].name, fmt::join(errors, " ")));
+  }
+  size_t best = 0;
+  for (size_t k = 1; k < kShrinkShares.size(); ++k) {
+    if (sse[k] < sse[best] * (1 - 1e-9)) best = k;
+  }
+  table = fmt::format("held-out mean TPOT error at shares {}: {}", fmt::join(kShrinkShares, "/"), fmt::join(folds, "; "));
+  return kShrinkShares[best];
+}
+
+}  // namespace
+
+Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& profile_dirs,
+                                     const FitProgressFn& progress, bool cross_validate) {
+  if (runs.empty()) return UsageError("fit needs at least one run directory");
+  std::vector<std::string> profiles;
+  std::vector<const MeasuredRun*> all;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    profiles.push_back(ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
+    std::vector<std::string> ignored;
+    FP_RETURN_IF_ERROR(CheckProfileMatchesRun(runs[i], profiles.back(), /*allow_mismatch=*/false, &ignored));
+    all.push_back(&runs[i]);
+  }
+  const auto n = static_cast<int64_t>(runs.size());
+  FitCounter counter{progress};
+  const bool shrink = cross_validate && n > 1;
+  counter.most = kFitRounds * n + (shrink ? n * (kFitRounds * (n - 1) + static_cast<int64_t>(kShrinkShares.size())) : 0);
+  FP_ASSIGN_OR_RETURN(const FitOutcome fit, FitParams(all, profiles, counter));
+  double share = 1.0;
+  std::string shrunk;
+  if (shrink) {
+    std::string table;
+    FP_ASSIGN_OR_RETURN(share, CrossValidatedShare(runs, profiles, counter, table));
+    shrunk = fmt::format("; then shrunk toward no calibration (no host overhead, scale 1) to share {} of the fit, the "
+                         "share that predicted best the run held out of a fit on the others ({})",
+                         share, table);
+  } else {
+    shrunk = n > 1 ? "; not cross-validated (--no-shrink): the fit is used whole, in sample"
+                   : "; one run: not cross-validated, the fit is used whole";
+  }
+  Calibration best = FromParams(Shrink(fit.params, share));
   for (const MeasuredRun& r : runs) best.fitted_on.push_back(r.name);
   best.method = fmt::format(
       "least squares on per-request TPOT: TPOT_i = mean over the steps of its decode span of (per_step + per_sequence "
       "* sequences + per_prefill_token * prompt tokens + gpu_time_scale * kernel-table time), every term >= 0, runs "
-      "weighted equally, requests relative to their run's mean TPOT; replayed with the result and solved again ({})",
-      converged ? fmt::format("converged in {} round{}", rounds, rounds == 1 ? "" : "s") : spread);
+      "weighted equally, requests relative to their run's mean TPOT; replayed with the result and solved again ({}){}",
+      fit.converged ? fmt::format("converged in {} round{}", fit.rounds, fit.rounds == 1 ? "" : "s") : fit.spread,
+      shrunk);
   return best;
 }
 

@@ -212,5 +212,30 @@ TEST_F(SyntheticFit, LeaveOneOutRecoversTheTrueCoefficients) {
   }
 }
 
+// The two Llama runs are on GPUs whose tables err in opposite directions (RTX 4090 long,
+// RTX PRO 6000 short): a fit on one predicts the other worse than no calibration, so the
+// cross-validated fit on both is shrunk all the way back; --no-shrink keeps the
+// least-squares fit, which trades a large per-step term against a low GPU scale.
+TEST(FitCrossValidation, AFitThatDoesNotCarryBetweenItsRunsIsShrunkToNoCalibration) {
+  FP_REQUIRE_SHARED_DATA();
+  std::vector<MeasuredRun> runs;
+  for (const char* dir : {"RTX4090/Llama-3.1-8B", "RTXPRO6000/Llama-3.1-8B"}) {
+    Expected<MeasuredRun> run = LoadMeasuredRun(testing::SharedPath(std::string("profiles/llmservingsim/vllm-runs/") + dir));
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    runs.push_back(*run);
+  }
+  const Expected<Calibration> shrunk = FitCalibration(runs, {});
+  ASSERT_TRUE(shrunk.ok()) << shrunk.status().message();
+  EXPECT_EQ(shrunk->host, HostOverhead{});
+  EXPECT_EQ(shrunk->gpu_time_scale, 1.0);
+  EXPECT_THAT(shrunk->method, HasSubstr("to share 0 of the fit"));
+  EXPECT_THAT(shrunk->method, HasSubstr("RTX4090/Llama-3.1-8B held out: +4.0%"));
+  const Expected<Calibration> whole = FitCalibration(runs, {}, {}, /*cross_validate=*/false);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_LT(whole->gpu_time_scale, 0.9);
+  EXPECT_GT(whole->host.per_step, Duration::Nanos(1'000'000));
+  EXPECT_THAT(whole->method, HasSubstr("not cross-validated (--no-shrink)"));
+}
+
 }  // namespace
 }  // namespace fleetplan

@@ -202,16 +202,25 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
 // the schedule can settle), until the solution differs from the parameters it was replayed with
 // by at most kFitTolerance of their value (at most kFitRounds rounds). When it does not
 // settle (a replay's schedule is not smooth in the parameters), the result is the mean of
-// the last kFitAveraged rounds' solutions and `method` states their spread. `progress` is
-// called after each replay with (replays done, the most replays the fit may take).
+// the last kFitAveraged rounds' solutions and `method` states their spread.
+// With two or more runs the fit is then shrunk toward no calibration (per-term host
+// overhead 0, scale 1) by the share of kShrinkShares that carries best to a run it was not
+// fitted on: each run in turn is held out, the others are fitted the same way, and the
+// share whose held-out mean TPOT errors have the least sum of squares is kept (ties: the
+// smaller). What the runs agree on is kept; what one run teaches and another contradicts
+// is not. `method` states the share and every held-out error; `cross_validate` false
+// keeps the fit whole. `progress` is called after each replay with (replays done, the most
+// replays the fit may take).
 using FitProgressFn = std::function<void(int64_t done, int64_t total)>;
 Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs,
                                      const std::vector<std::string>& profile_dirs,
-                                     const FitProgressFn& progress = {});
+                                     const FitProgressFn& progress = {}, bool cross_validate = true);
 inline constexpr int64_t kFitRounds = 24;
 inline constexpr int64_t kFitFullRounds = 8;
 inline constexpr int64_t kFitAveraged = 12;
 inline constexpr double kFitTolerance = 1e-3;
+// Shares of the fit tried by the cross-validation (0: no calibration, 1: the fit whole).
+inline constexpr std::array<double, 5> kShrinkShares = {0.0, 0.25, 0.5, 0.75, 1.0};
 // A fitted gpu_time_scale outside this range says the tables do not describe the runs'
 // GPU (a profile of another GPU or model?).
 inline constexpr double kPlausibleScaleLo = 0.70;
