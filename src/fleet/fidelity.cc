@@ -695,6 +695,20 @@ Status CheckProfileMatchesRun(const MeasuredRun& run, const std::string& profile
   return Status::Ok();
 }
 
+// A calibration fitted only on runs of other hardware ("<hw>/<model>" names): its
+// cross-validation held out runs of those only, so nothing tested a transfer to this one.
+std::optional<std::string> OtherHardwareNote(const MeasuredRun& run, const Calibration& cal) {
+  if (cal.fitted_on.empty()) return std::nullopt;
+  const auto hardware = [](const std::string& name) { return name.substr(0, name.find('/')); };
+  const std::string mine = hardware(run.name);
+  for (const std::string& r : cal.fitted_on) {
+    if (hardware(r) == mine) return std::nullopt;
+  }
+  return fmt::format("the calibration was fitted on runs of other hardware only ({}): nothing in its fit tested "
+                     "whether it carries to {} (docs/FIDELITY.md section 4)",
+                     fmt::join(cal.fitted_on, ", "), mine);
+}
+
 Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationOptions& options) {
   const std::string profile = ProfileFor(run, options.profile_dir);
   std::vector<std::string> profile_notes;
@@ -728,6 +742,7 @@ Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationO
                      {"router", run.dp > 1 ? "least-outstanding over DP ranks" : "single replica"}};
   j["notes"] = Notes(run, replay);
   for (const std::string& n : profile_notes) j["notes"].push_back(n);
+  if (std::optional<std::string> n = OtherHardwareNote(run, options.calibration)) j["notes"].push_back(*n);
   return res;
 }
 

@@ -18,6 +18,7 @@ namespace fleetplan {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 StepRecord Step(int64_t start_ms, int64_t end_ms, int64_t decodes, int64_t prefill_seqs, int64_t prefill_tokens) {
   StepRecord s;
@@ -235,6 +236,24 @@ TEST(FitCrossValidation, AFitThatDoesNotCarryBetweenItsRunsIsShrunkToNoCalibrati
   EXPECT_LT(whole->gpu_time_scale, 0.9);
   EXPECT_GT(whole->host.per_step, Duration::Nanos(1'000'000));
   EXPECT_THAT(whole->method, HasSubstr("not cross-validated (--no-shrink)"));
+}
+
+TEST(FitCrossValidation, ACalibrationFittedOnOtherHardwareOnlySaysSoInTheNotes) {
+  FP_REQUIRE_SHARED_DATA();
+  Expected<MeasuredRun> run = LoadMeasuredRun(testing::SharedPath("profiles/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B"));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  const auto notes_of = [&](std::vector<std::string> fitted_on) {
+    ValidationOptions options;
+    options.calibration.fitted_on = std::move(fitted_on);
+    const Expected<ValidationResult> res = ValidateRun(*run, options);
+    EXPECT_TRUE(res.ok()) << res.status().message();
+    return res.ok() ? res->json["notes"].dump() : std::string();
+  };
+  const std::string other = "the calibration was fitted on runs of other hardware only (RTXPRO6000/a, RTXPRO6000/b): "
+                            "nothing in its fit tested whether it carries to RTX4090";
+  EXPECT_THAT(notes_of({"RTXPRO6000/a", "RTXPRO6000/b"}), HasSubstr(other));
+  EXPECT_THAT(notes_of({"RTXPRO6000/a", "RTX4090/c"}), Not(HasSubstr("other hardware")));
+  EXPECT_THAT(notes_of({}), Not(HasSubstr("other hardware")));
 }
 
 }  // namespace
