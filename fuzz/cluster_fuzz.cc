@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fleetplan::fuzz::Require(spec->layout.tp >= 1 && spec->layout.pp >= 1 && spec->layout.ep >= 1 && !spec->path.empty(),
                                "cluster_fuzz", "staging spec read without a layout or path", std::string(text));
     }
-    fleetplan::fuzz::CheckFailure(fleetplan::ParseFailureDomain(text), "cluster_fuzz");
+    fleetplan::fuzz::CheckFailure(fleetplan::ParseLossDomain(text), "cluster_fuzz");
   }
   return 0;
 }

@@ -233,7 +233,7 @@ Status CheckScenarioFlags(const LayoutFlags& f) {
 // --failure-domain, --model-error and --staging (plan/layout_choice.h).
 Status FillChoice(const LayoutFlags& f, WorkloadLayoutRequest& request) {
   if (f.failure_domain.given()) {
-    FP_ASSIGN_OR_RETURN(request.failure_domain, ParseFailureDomain(f.failure_domain.text));
+    FP_ASSIGN_OR_RETURN(request.failure_domain, ParseLossDomain(f.failure_domain.text));
   }
   if (f.model_error.given()) {
     FP_ASSIGN_OR_RETURN(request.model_error, NumberFlag("--model-error", f.model_error.text));

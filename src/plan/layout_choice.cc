@@ -15,8 +15,8 @@
 namespace fleetplan {
 namespace {
 
-constexpr std::array<std::pair<FailureDomain, std::string_view>, 3> kDomains = {
-    {{FailureDomain::kNode, "node"}, {FailureDomain::kRack, "rack"}, {FailureDomain::kZone, "zone"}}};
+constexpr std::array<std::pair<LossDomain, std::string_view>, 3> kDomains = {
+    {{LossDomain::kNode, "node"}, {LossDomain::kRack, "rack"}, {LossDomain::kZone, "zone"}}};
 
 Status StagingError(std::string_view text, std::string_view message) {
   return LocatedError(SourceLocation{}, "--staging", fmt::format("{}: {}", QuoteValue(text), message));
@@ -45,14 +45,14 @@ Status ReadPart(std::string_view text, std::string_view part, std::array<std::op
 
 }  // namespace
 
-std::string_view FailureDomainName(FailureDomain d) {
+std::string_view LossDomainName(LossDomain d) {
   for (const auto& [domain, name] : kDomains) {
     if (domain == d) return name;
   }
   return "node";
 }
 
-Expected<FailureDomain> ParseFailureDomain(std::string_view name) {
+Expected<LossDomain> ParseLossDomain(std::string_view name) {
   for (const auto& [domain, n] : kDomains) {
     if (n == name) return domain;
   }
@@ -127,8 +127,8 @@ std::vector<size_t> RankWithResilience(const std::vector<ChoiceCandidate>& candi
   return order;
 }
 
-LayoutChoice Choose(const std::vector<ChoiceCandidate>& candidates, const ChoiceRules& rules) {
-  LayoutChoice c;
+CandidateChoice ChooseCandidate(const std::vector<ChoiceCandidate>& candidates, const ChoiceRules& rules) {
+  CandidateChoice c;
   size_t leader = 0;
   for (size_t i = 1; i < candidates.size(); ++i) {
     if (candidates[i].goodput_per_gpu > candidates[leader].goodput_per_gpu) leader = i;

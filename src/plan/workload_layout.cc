@@ -224,18 +224,18 @@ void RunCandidate(const Scenario& base, const FeasibleLayout& f, SimulatedLayout
   out.class_attainment = std::move(fig.class_attainment);
 }
 
-int64_t ReplicasLeft(const DomainLoss& loss, FailureDomain d) {
+int64_t ReplicasLeft(const DomainLoss& loss, LossDomain d) {
   switch (d) {
-    case FailureDomain::kNode: return loss.node;
-    case FailureDomain::kRack: return loss.rack;
-    case FailureDomain::kZone: return loss.zone;
+    case LossDomain::kNode: return loss.node;
+    case LossDomain::kRack: return loss.rack;
+    case LossDomain::kZone: return loss.zone;
   }
   return loss.node;
 }
 
 // The candidate's fleet after the worst single loss of `d`: the same layout with the
 // replicas the packing leaves (none left: nothing is served).
-AfterLoss RunAfterLoss(const Scenario& base, FeasibleLayout f, FailureDomain d, int64_t fleet_gpus) {
+AfterLoss RunAfterLoss(const Scenario& base, FeasibleLayout f, LossDomain d, int64_t fleet_gpus) {
   AfterLoss out;
   out.replicas = ReplicasLeft(f.after_loss, d);
   if (out.replicas == 0) {
@@ -413,7 +413,7 @@ Status ChooseLayout(const Scenario& scenario, const WorkloadLayoutRequest& q, st
   r.simulated = std::move(ranked);
   for (size_t i = 0; i < order.size(); ++i) r.simulated[i].simulated_rank = static_cast<int64_t>(i) + 1;
   FP_RETURN_IF_ERROR(AttachStaging(q.staging, std::move(staged), r.simulated));
-  r.choice = Choose(ChoiceView(r.simulated), rules);
+  r.choice = ChooseCandidate(ChoiceView(r.simulated), rules);
   r.decision = r.choice->chosen;
   return Status::Ok();
 }

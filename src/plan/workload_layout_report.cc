@@ -24,10 +24,10 @@ std::string ShareText(const std::optional<double>& v) {
   return v ? fmt::format("{:.3f}", *v) : "-";
 }
 
-Json AfterLossJson(const SimulatedLayout& s, FailureDomain d) {
+Json AfterLossJson(const SimulatedLayout& s, LossDomain d) {
   if (!s.after_loss) return nullptr;
   const AfterLoss& a = *s.after_loss;
-  return Json{{"domain", FailureDomainName(d)},
+  return Json{{"domain", LossDomainName(d)},
               {"replicas", a.replicas},
               {"goodput_rps", RoundForReport(a.goodput_rps, 6)},
               {"goodput_per_gpu", RoundForReport(a.goodput_per_gpu, 6)},
@@ -50,7 +50,7 @@ Json StagingJson(const SimulatedLayout& s) {
               {"fleet_attainment", Share(t.attainment)}};
 }
 
-Json SimulatedJson(const SimulatedLayout& s, FailureDomain d) {
+Json SimulatedJson(const SimulatedLayout& s, LossDomain d) {
   Json attainment = Json::object();
   for (const auto& [name, v] : s.class_attainment) attainment[name] = Share(v);
   Json ranks = Json::object();
@@ -172,7 +172,7 @@ std::string Percent(double share) { return fmt::format("{:.0f}%", 100.0 * share)
 // "; after losing the worst node it keeps 0.3032 per GPU, tp 4 × dp 6 0.1880": the band's
 // after-loss figures beside the pick's (empty when the band is the pick alone).
 std::string BandText(const WorkloadLayoutResult& r) {
-  const LayoutChoice& c = *r.choice;
+  const CandidateChoice& c = *r.choice;
   const SimulatedLayout& d = r.simulated[c.chosen];
   if (c.band.size() < 2 || !d.after_loss) return "";
   std::vector<std::string> others;
@@ -182,13 +182,13 @@ std::string BandText(const WorkloadLayoutResult& r) {
     others.push_back(fmt::format("{} {:.4f}", Name(o), o.after_loss->goodput_per_gpu));
   }
   return fmt::format("; after losing the worst {} it keeps {:.4f} qualified requests/s per GPU, {}",
-                     FailureDomainName(r.failure_domain), d.after_loss->goodput_per_gpu, fmt::join(others, ", "));
+                     LossDomainName(r.failure_domain), d.after_loss->goodput_per_gpu, fmt::join(others, ", "));
 }
 
 // Why the decision is what it is, in one sentence per basis.
 std::string DecisionReason(const WorkloadLayoutResult& r) {
-  const LayoutChoice& c = *r.choice;
-  const std::string domain(FailureDomainName(r.failure_domain));
+  const CandidateChoice& c = *r.choice;
+  const std::string domain(LossDomainName(r.failure_domain));
   switch (c.basis) {
     case ChoiceBasis::kGoodput:
       return fmt::format("the most SLO-qualified goodput per GPU of the {} simulated on the workload{}",
@@ -216,12 +216,12 @@ std::string DecisionReason(const WorkloadLayoutResult& r) {
 Json DecisionJson(const WorkloadLayoutResult& r) {
   if (!r.decision || !r.choice) return nullptr;
   const SimulatedLayout& d = r.simulated[*r.decision];
-  const LayoutChoice& c = *r.choice;
+  const CandidateChoice& c = *r.choice;
   const std::optional<double> share = RunnerUpShare(r);
   return Json{{"layout", Name(d)},
               {"status", c.basis == ChoiceBasis::kNeedsStaging ? "needs-staging" : "chosen"},
               {"basis", ChoiceBasisName(c.basis)},
-              {"failure_domain", FailureDomainName(r.failure_domain)},
+              {"failure_domain", LossDomainName(r.failure_domain)},
               {"close_call", RoundForReport(r.close_call, 6)},
               {"model_error", RoundForReport(r.model_error, 6)},
               {"close_band", Names(r, c.band)},
@@ -256,9 +256,9 @@ std::string PointText(const OperatingPointRanking& p, int64_t rows) {
 
 // "2/3 0.2017": replicas left of dp and goodput per GPU after the loss ("2/3" alone when
 // the loss was not simulated: outside the band).
-std::string AfterLossText(const SimulatedLayout& s, FailureDomain d) {
-  const int64_t left = d == FailureDomain::kNode   ? s.replicas_after_loss.node
-                       : d == FailureDomain::kRack ? s.replicas_after_loss.rack
+std::string AfterLossText(const SimulatedLayout& s, LossDomain d) {
+  const int64_t left = d == LossDomain::kNode   ? s.replicas_after_loss.node
+                       : d == LossDomain::kRack ? s.replicas_after_loss.rack
                                                    : s.replicas_after_loss.zone;
   std::string out = fmt::format("{}/{}", left, s.dp);
   if (s.after_loss && s.after_loss->error.empty()) out += fmt::format(" {:.4f}", s.after_loss->goodput_per_gpu);
@@ -273,7 +273,7 @@ std::string SimulatedText(const WorkloadLayoutResult& r) {
   }
   bool staged = false;
   for (const SimulatedLayout& s : r.simulated) staged = staged || s.staging.has_value();
-  const std::string loss = fmt::format("{} loss", FailureDomainName(r.failure_domain));
+  const std::string loss = fmt::format("{} loss", LossDomainName(r.failure_domain));
   std::string out = fmt::format("  {:>3} {:>6}  {:<22} {:>4} {:>10} {:>9} {:>7} {:>13}", "sim", "static", "layout", "GPUs",
                                 "goodput/s", "per GPU", "SLO ok", loss);
   if (staged) out += fmt::format(" {:>9}", "staged");
@@ -296,7 +296,7 @@ std::string SimulatedText(const WorkloadLayoutResult& r) {
   }
   out += fmt::format("  ({}: replicas left of dp after the worst single {} loss, and goodput per GPU of the whole fleet "
                      "then, simulated within {} of the leader{})\n",
-                     loss, FailureDomainName(r.failure_domain), Percent(std::max(r.close_call, r.model_error)),
+                     loss, LossDomainName(r.failure_domain), Percent(std::max(r.close_call, r.model_error)),
                      staged ? "; staged: measured goodput per GPU of the staging run" : "");
   return out;
 }
@@ -304,7 +304,7 @@ std::string SimulatedText(const WorkloadLayoutResult& r) {
 std::string DecisionText(const WorkloadLayoutResult& r) {
   if (!r.decision || !r.choice) return "  none: no candidate could be simulated\n";
   const SimulatedLayout& d = r.simulated[*r.decision];
-  const LayoutChoice& c = *r.choice;
+  const CandidateChoice& c = *r.choice;
   std::string out;
   if (c.basis == ChoiceBasis::kNeedsStaging) out += "  NEEDS STAGING before choosing\n";
   out += fmt::format("  {}: {:.4f} qualified requests/s per GPU, attainment {} (static rank {} at the typical point)\n",

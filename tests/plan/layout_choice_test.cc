@@ -53,13 +53,13 @@ TEST(StagingSpec, BadSpecsNameTheFlagAndWhatIsWrong) {
   }
 }
 
-TEST(FailureDomainName, RoundTripsAndRejectsUnknownNames) {
-  for (const FailureDomain d : {FailureDomain::kNode, FailureDomain::kRack, FailureDomain::kZone}) {
-    Expected<FailureDomain> back = ParseFailureDomain(FailureDomainName(d));
+TEST(LossDomainName, RoundTripsAndRejectsUnknownNames) {
+  for (const LossDomain d : {LossDomain::kNode, LossDomain::kRack, LossDomain::kZone}) {
+    Expected<LossDomain> back = ParseLossDomain(LossDomainName(d));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, d);
   }
-  Expected<FailureDomain> bad = ParseFailureDomain("rak");
+  Expected<LossDomain> bad = ParseLossDomain("rak");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "--failure-domain: unknown failure domain 'rak'; did you mean 'rack'? (valid: node, rack, zone)");
@@ -73,18 +73,18 @@ TEST(WithinShare, IsAShareOfTheLargerAndSymmetric) {
   EXPECT_FALSE(WithinShare(0, 0.1, 0.05));
 }
 
-TEST(LayoutChoice, AfterLossIsSimulatedForEveryCandidateWithinTheWiderOfTheTwoShares) {
+TEST(CandidateChoice, AfterLossIsSimulatedForEveryCandidateWithinTheWiderOfTheTwoShares) {
   const std::vector<ChoiceCandidate> c = {C(1.0), C(0.97), C(0.93), C(0.5)};
   EXPECT_EQ(NeedsAfterLoss(c, {0.05, 0.05}), (std::vector<size_t>{0, 1}));
   EXPECT_EQ(NeedsAfterLoss(c, {0.02, 0.08}), (std::vector<size_t>{0, 1, 2}));  // the model error is wider
   EXPECT_TRUE(NeedsAfterLoss({}, {0.05, 0.05}).empty());
 }
 
-TEST(LayoutChoice, AClearGoodputLeaderIsChosenOnGoodput) {
+TEST(CandidateChoice, AClearGoodputLeaderIsChosenOnGoodput) {
   const std::vector<ChoiceCandidate> c = {C(1.0, 0.9), C(0.6), C(0.2)};
   const ChoiceRules rules{0.05, 0.05};
   EXPECT_EQ(RankWithResilience(c, rules), (std::vector<size_t>{0, 1, 2}));
-  const LayoutChoice choice = Choose(c, rules);
+  const CandidateChoice choice = ChooseCandidate(c, rules);
   EXPECT_EQ(choice.chosen, 0u);
   EXPECT_EQ(choice.basis, ChoiceBasis::kGoodput);
   EXPECT_EQ(choice.band, (std::vector<size_t>{0}));
@@ -94,30 +94,30 @@ TEST(LayoutChoice, AClearGoodputLeaderIsChosenOnGoodput) {
 
 // Within the close band the fleet that keeps more after the loss ranks first; a candidate
 // outside the band stays where goodput put it even when it would survive better.
-TEST(LayoutChoice, WithinTheBandTheFleetThatSurvivesTheLossBetterRanksFirst) {
+TEST(CandidateChoice, WithinTheBandTheFleetThatSurvivesTheLossBetterRanksFirst) {
   const std::vector<ChoiceCandidate> goodput_order = {C(1.0, 0.30), C(0.97, 0.60), C(0.90, 0.90)};
   const ChoiceRules rules{0.05, 0.05};
   const std::vector<size_t> order = RankWithResilience(goodput_order, rules);
   EXPECT_EQ(order, (std::vector<size_t>{1, 0, 2}));
   std::vector<ChoiceCandidate> ranked;
   for (const size_t i : order) ranked.push_back(goodput_order[i]);
-  const LayoutChoice choice = Choose(ranked, rules);
+  const CandidateChoice choice = ChooseCandidate(ranked, rules);
   EXPECT_EQ(choice.chosen, 0u);  // the 0.97 one
   EXPECT_EQ(choice.basis, ChoiceBasis::kResilience);
   EXPECT_EQ(choice.band, (std::vector<size_t>{1, 0}));  // the goodput leader first
   EXPECT_TRUE(choice.indistinguishable.empty());        // 0.30 is far from 0.60 after the loss
 }
 
-TEST(LayoutChoice, ABandMemberWhoseLossCouldNotBeSimulatedGoesToTheBandsEnd) {
+TEST(CandidateChoice, ABandMemberWhoseLossCouldNotBeSimulatedGoesToTheBandsEnd) {
   const std::vector<ChoiceCandidate> c = {C(1.0), C(0.98, 0.1), C(0.5, 0.9)};
   EXPECT_EQ(RankWithResilience(c, {0.05, 0.05}), (std::vector<size_t>{1, 0, 2}));
 }
 
-TEST(LayoutChoice, CandidatesTheModelCannotSeparateNeedAStagingResultBeforeAChoice) {
+TEST(CandidateChoice, CandidatesTheModelCannotSeparateNeedAStagingResultBeforeAChoice) {
   const ChoiceRules rules{0.05, 0.05};
   // Within 5% on goodput and on goodput after the loss: no choice without measurement.
   const std::vector<ChoiceCandidate> c = {C(1.0, 0.50), C(0.98, 0.49), C(0.97, 0.10), C(0.4)};
-  const LayoutChoice waiting = Choose(c, rules);
+  const CandidateChoice waiting = ChooseCandidate(c, rules);
   EXPECT_EQ(waiting.basis, ChoiceBasis::kNeedsStaging);
   EXPECT_EQ(waiting.chosen, 0u);  // provisional
   EXPECT_EQ(waiting.band, (std::vector<size_t>{0, 1, 2}));
@@ -126,30 +126,30 @@ TEST(LayoutChoice, CandidatesTheModelCannotSeparateNeedAStagingResultBeforeAChoi
   // One result is not enough: the other still needs one.
   std::vector<ChoiceCandidate> one = c;
   one[0].staged_per_gpu = 0.8;
-  EXPECT_EQ(Choose(one, rules).needs_staging, (std::vector<size_t>{1}));
+  EXPECT_EQ(ChooseCandidate(one, rules).needs_staging, (std::vector<size_t>{1}));
   // Both measured: the better measurement decides, whatever the model said.
   std::vector<ChoiceCandidate> both = one;
   both[1].staged_per_gpu = 0.85;
-  const LayoutChoice staged = Choose(both, rules);
+  const CandidateChoice staged = ChooseCandidate(both, rules);
   EXPECT_EQ(staged.basis, ChoiceBasis::kStaging);
   EXPECT_EQ(staged.chosen, 1u);
   EXPECT_TRUE(staged.needs_staging.empty());
 }
 
-TEST(LayoutChoice, AStagingResultOutsideTheUndecidedSetDoesNotOverrideTheModel) {
+TEST(CandidateChoice, AStagingResultOutsideTheUndecidedSetDoesNotOverrideTheModel) {
   const std::vector<ChoiceCandidate> c = {C(1.0, 0.9, 0.1), C(0.5, std::nullopt, 0.9)};
-  const LayoutChoice choice = Choose(c, {0.05, 0.05});
+  const CandidateChoice choice = ChooseCandidate(c, {0.05, 0.05});
   EXPECT_EQ(choice.chosen, 0u);
   EXPECT_EQ(choice.basis, ChoiceBasis::kGoodput);
 }
 
-TEST(LayoutChoice, AWiderModelErrorMakesMoreCandidatesNeedStaging) {
+TEST(CandidateChoice, AWiderModelErrorMakesMoreCandidatesNeedStaging) {
   const std::vector<ChoiceCandidate> c = {C(1.0, 0.8), C(0.92, 0.75)};
-  EXPECT_EQ(Choose(c, {0.05, 0.05}).basis, ChoiceBasis::kGoodput);
-  EXPECT_EQ(Choose(c, {0.05, 0.10}).basis, ChoiceBasis::kNeedsStaging);
+  EXPECT_EQ(ChooseCandidate(c, {0.05, 0.05}).basis, ChoiceBasis::kGoodput);
+  EXPECT_EQ(ChooseCandidate(c, {0.05, 0.10}).basis, ChoiceBasis::kNeedsStaging);
 }
 
-TEST(LayoutChoice, BasisNamesAreStable) {
+TEST(CandidateChoice, BasisNamesAreStable) {
   EXPECT_EQ(ChoiceBasisName(ChoiceBasis::kGoodput), "goodput");
   EXPECT_EQ(ChoiceBasisName(ChoiceBasis::kResilience), "resilience");
   EXPECT_EQ(ChoiceBasisName(ChoiceBasis::kStaging), "staging");

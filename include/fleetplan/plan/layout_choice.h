@@ -44,10 +44,10 @@ namespace fleetplan {
 // error against measured kernels is several percent (docs/step-models.md).
 inline constexpr double kDefaultModelError = 0.05;
 
-enum class FailureDomain { kNode, kRack, kZone };
-std::string_view FailureDomainName(FailureDomain d);
+enum class LossDomain { kNode, kRack, kZone };
+std::string_view LossDomainName(LossDomain d);
 // "node", "rack", "zone"; anything else is an error naming them.
-Expected<FailureDomain> ParseFailureDomain(std::string_view name);
+Expected<LossDomain> ParseLossDomain(std::string_view name);
 
 // `--staging SPEC=FILE`: SPEC is tp<N>[xpp<N>][xep<N>][xdp<N>] (pp and ep default to 1;
 // dp to the candidate's replicas), in any order, each at most once.
@@ -97,7 +97,7 @@ struct ChoiceRules {
 enum class ChoiceBasis { kGoodput, kResilience, kStaging, kNeedsStaging };
 std::string_view ChoiceBasisName(ChoiceBasis b);  // "goodput", "resilience", "staging", "needs-staging"
 
-struct LayoutChoice {
+struct CandidateChoice {
   size_t chosen = 0;  // index into the candidates (provisional when kNeedsStaging)
   ChoiceBasis basis = ChoiceBasis::kGoodput;
   std::vector<size_t> band;               // within close_call of the leader (leader first)
@@ -117,6 +117,6 @@ std::vector<size_t> NeedsAfterLoss(const std::vector<ChoiceCandidate>& candidate
 std::vector<size_t> RankWithResilience(const std::vector<ChoiceCandidate>& candidates, const ChoiceRules& rules);
 
 // Step 3 on candidates already in the order of step 2. REQUIRES: non-empty.
-LayoutChoice Choose(const std::vector<ChoiceCandidate>& candidates, const ChoiceRules& rules);
+CandidateChoice ChooseCandidate(const std::vector<ChoiceCandidate>& candidates, const ChoiceRules& rules);
 
 }  // namespace fleetplan

@@ -71,7 +71,7 @@ struct WorkloadLayoutRequest {
   LayoutRequest base;
   int64_t simulate_top = kDefaultSimulateTop;
   int jobs = 1;  // simulations at once
-  FailureDomain failure_domain = FailureDomain::kNode;
+  LossDomain failure_domain = LossDomain::kNode;
   double model_error = kDefaultModelError;  // (0, 1)
   std::vector<StagingInput> staging;        // each must name one simulated candidate
   // Progress, called from the simulating threads as each run ends: the stage ("candidates",
@@ -136,8 +136,8 @@ struct WorkloadLayoutResult {
   size_t typical = 1;                         // index of the typical point
   std::vector<SimulatedLayout> simulated;     // in simulated rank order
   std::optional<size_t> decision;             // index into simulated (choice->chosen)
-  std::optional<LayoutChoice> choice;         // indices into simulated
-  FailureDomain failure_domain = FailureDomain::kNode;
+  std::optional<CandidateChoice> choice;         // indices into simulated
+  LossDomain failure_domain = LossDomain::kNode;
   double close_call = 0;
   double model_error = 0;
   std::vector<Crossover> crossovers;
