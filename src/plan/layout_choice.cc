@@ -60,6 +60,15 @@ Expected<LossDomain> ParseLossDomain(std::string_view name) {
                       UnknownNameMessage("failure domain", name, std::vector<std::string>{"node", "rack", "zone"}));
 }
 
+int64_t ReplicasLeft(const DomainLoss& loss, LossDomain d) {
+  switch (d) {
+    case LossDomain::kNode: return loss.node;
+    case LossDomain::kRack: return loss.rack;
+    case LossDomain::kZone: return loss.zone;
+  }
+  return loss.node;
+}
+
 Expected<StagingInput> ParseStagingSpec(std::string_view text) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) return StagingError(text, kStagingForm);

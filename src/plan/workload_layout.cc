@@ -224,15 +224,6 @@ void RunCandidate(const Scenario& base, const FeasibleLayout& f, SimulatedLayout
   out.class_attainment = std::move(fig.class_attainment);
 }
 
-int64_t ReplicasLeft(const DomainLoss& loss, LossDomain d) {
-  switch (d) {
-    case LossDomain::kNode: return loss.node;
-    case LossDomain::kRack: return loss.rack;
-    case LossDomain::kZone: return loss.zone;
-  }
-  return loss.node;
-}
-
 // The candidate's fleet after the worst single loss of `d`: the same layout with the
 // replicas the packing leaves (none left: nothing is served).
 AfterLoss RunAfterLoss(const Scenario& base, FeasibleLayout f, LossDomain d, int64_t fleet_gpus) {
@@ -267,10 +258,10 @@ SimulatedLayout Candidate(const FeasibleLayout& f, const std::vector<OperatingPo
   return s;
 }
 
-// Runs work(i) for i in [0, n) on up to `jobs` threads. Each call writes only its own slot.
+// Runs work(i) for i in [0, n) on up to q.jobs threads. Each call writes only its own slot.
 // `stage` names the runs for the request's progress callback.
 template <typename Work>
-void RunParallel(size_t n, int jobs, const WorkloadLayoutRequest& q, std::string_view stage, const Work& work) {
+void RunParallel(size_t n, const WorkloadLayoutRequest& q, std::string_view stage, const Work& work) {
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done{0};
   if (q.on_simulated && n > 0) q.on_simulated(stage, 0, static_cast<int64_t>(n));
@@ -281,7 +272,7 @@ void RunParallel(size_t n, int jobs, const WorkloadLayoutRequest& q, std::string
       if (q.on_simulated) q.on_simulated(stage, finished, static_cast<int64_t>(n));
     }
   };
-  const int threads = std::clamp<int>(jobs, 1, static_cast<int>(std::max<size_t>(n, 1)));
+  const int threads = std::clamp<int>(q.jobs, 1, static_cast<int>(std::max<size_t>(n, 1)));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(loop);
   loop();
@@ -290,7 +281,7 @@ void RunParallel(size_t n, int jobs, const WorkloadLayoutRequest& q, std::string
 
 void SimulateAll(const Scenario& s, const std::vector<const FeasibleLayout*>& picks, const WorkloadLayoutRequest& q,
                  std::vector<SimulatedLayout>& out) {
-  RunParallel(picks.size(), q.jobs, q, "candidates", [&](size_t i) { RunCandidate(s, *picks[i], out[i]); });
+  RunParallel(picks.size(), q, "candidates", [&](size_t i) { RunCandidate(s, *picks[i], out[i]); });
 }
 
 // Simulated order: simulated ones first by goodput per GPU, attainment, static rank.
@@ -399,7 +390,7 @@ Status ChooseLayout(const Scenario& scenario, const WorkloadLayoutRequest& q, st
   if (view.empty()) return Status::Ok();
   const LayoutResult& typical = r.points[r.typical].result;
   const std::vector<size_t> need = NeedsAfterLoss(view, rules);
-  RunParallel(need.size(), q.jobs, q, "after-loss", [&](size_t k) {
+  RunParallel(need.size(), q, "after-loss", [&](size_t k) {
     SimulatedLayout& c = r.simulated[need[k]];
     const FeasibleLayout* f = FindLayout(typical, c.gpu, c.layout);
     c.after_loss = f ? RunAfterLoss(scenario, *f, q.failure_domain, c.gpus)

@@ -36,6 +36,7 @@
 
 #include "fleetplan/core/status.h"
 #include "fleetplan/memory/inputs.h"
+#include "fleetplan/plan/replica_packing.h"
 
 namespace fleetplan {
 
@@ -48,6 +49,8 @@ enum class LossDomain { kNode, kRack, kZone };
 std::string_view LossDomainName(LossDomain d);
 // "node", "rack", "zone"; anything else is an error naming them.
 Expected<LossDomain> ParseLossDomain(std::string_view name);
+// The replicas the packing leaves after the worst single loss of `d`.
+int64_t ReplicasLeft(const DomainLoss& loss, LossDomain d);
 
 // `--staging SPEC=FILE`: SPEC is tp<N>[xpp<N>][xep<N>][xdp<N>] (pp and ep default to 1;
 // dp to the candidate's replicas), in any order, each at most once.
