@@ -51,8 +51,10 @@ Status RunServe(ServeFlags f, std::ostream& out, std::ostream& err) {
   }
   FP_ASSIGN_OR_RETURN(auto server, serve::Server::Create(plan, f.options));
   const auto ports = server->ports();
+  const auto roles = server->roles();
   for (size_t i = 0; i < ports.size(); ++i) {
-    err << fmt::format("fleetplan serve: replica {} on http://{}:{}\n", i, f.options.host, ports[i]);
+    err << fmt::format("fleetplan serve: replica {} ({}) on http://{}:{}\n", i, PoolRoleName(roles[i]), f.options.host,
+                       ports[i]);
   }
   err << fmt::format("fleetplan serve: model {}, speed {}x; Ctrl-C stops\n",
                      f.options.served_model_name.empty() ? plan.primary_pool().fit.memory.model.name
@@ -86,7 +88,7 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
   sub->add_option("scenario", flags->scenario, "Scenario YAML file (format: docs/scenario.md)");
   sub->add_option("--host", flags->options.host, "Address to bind (default 127.0.0.1: loopback only)");
   sub->add_option("--port", flags->options.port, "First replica's port (default 8000; 0: ephemeral ports)");
-  sub->add_option("--replicas", flags->replicas, "Replicas to serve (default: the scenario's)")->check(CLI::Range(1, 1024));
+  sub->add_option("--replicas", flags->replicas, "Replicas to serve (default: the scenario's; mixed pools only: prefill/decode pools keep their counts)")->check(CLI::Range(1, 1024));
   sub->add_option("--speed", flags->options.speed, "Simulated seconds per wall second (default 1)");
   sub->add_option("--served-model-name", flags->options.served_model_name, "Model name clients use (default: the scenario's model)");
   sub->add_option("--max-waiting", flags->max_waiting, "Waiting-queue bound per replica (0: unbounded; default: the scenario's)")
@@ -112,6 +114,9 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
       "Endpoints (docs/serve.md): POST /v1/completions, POST /v1/chat/completions (stream or not),\n"
       "GET /v1/models, GET /health, GET /metrics (vLLM names), POST /v1/load_lora_adapter,\n"
       "POST /v1/unload_lora_adapter, POST /v1/requests/{id}/cancel.\n"
+      "Prefill/decode pools (deployment.pools): every replica gets a port, in pool order; a request at a\n"
+      "decode port prefills on the prefill pool and its KV moves over the link (faults.kv_transfer apply);\n"
+      "one at a prefill port runs whole there. /metrics has fleetplan:replica_info{role=...}.\n"
       "Exit codes: 0 stopped (Ctrl-C, SIGTERM, --exit-after), 2 usage, 3 invalid scenario or port, 70 internal.\n"
       "Examples:\n"
       "  fleetplan serve --port 8000\n"

@@ -170,4 +170,51 @@ Expected<std::string> ReadFile(const std::string& path) {
   return text;
 }
 
+namespace {
+
+// A SAX consumer that keeps nothing but where the parse failed.
+struct FailureOffset final : nlohmann::json_sax<Json> {
+  std::size_t offset = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+    offset = position;
+    return false;
+  }
+};
+
+}  // namespace
+
+Json ParseJsonText(std::string_view text) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::out_of_range& e) {
+    FailureOffset failure;
+    Json::sax_parse(text, &failure);
+    nlohmann::detail::position_t at;
+    at.chars_read_total = std::min(failure.offset, text.size());
+    for (std::size_t i = 0; i < at.chars_read_total; ++i) {
+      if (text[i] == '\n') {
+        ++at.lines_read;
+        at.chars_read_current_line = 0;
+      } else {
+        ++at.chars_read_current_line;
+      }
+    }
+    std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+    if (const std::size_t close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
+    throw Json::parse_error::create(101, at, what, nullptr);
+  }
+}
+
 }  // namespace fleetplan

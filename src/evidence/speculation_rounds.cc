@@ -155,7 +155,7 @@ Expected<SpecRounds> ParseSpecRounds(std::string_view text, const std::string& d
     }
     Json obj;
     try {
-      obj = Json::parse(line);
+      obj = ParseJsonText(line);
     } catch (const Json::parse_error& e) {
       return at.ErrorAtOffset(e.byte > 0 ? e.byte - 1 : 0, "", SyntaxMessage(e.what()));
     }

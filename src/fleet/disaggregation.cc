@@ -59,6 +59,13 @@ Status Disaggregation::OnReplicaAdded(int32_t id) {
 bool Disaggregation::Dispatch(const Request& r, SimTime now) {
   // Without a ready replica of a stage, the kernel routes the request whole.
   if (sim_.ready_prefill().empty() || sim_.ready_serving().empty()) return false;
+  // A request addressed to a prefill replica (an emulator's port) runs whole there, as a
+  // vLLM prefill instance serves a request sent to it directly.
+  if (r.pinned_replica >= 0 && role(r.pinned_replica) == PoolRole::kPrefill) {
+    ++stages_.colocated;
+    sim_.AfterRoute(r, sim_.RouteAmong(Simulation::RouterSet::kAll, sim_.ready_all(), r), now);
+    return true;
+  }
   // Colocation first (when a threshold allows it): any replica may serve a short
   // request whole; the router's belief about that replica's cache decides "short".
   if (sim_.setup().disaggregation.colocate_below_tokens > 0) {
@@ -279,7 +286,8 @@ void Disaggregation::StartTransfer(Handoff& h, SimTime now) {
   const RequestId id = h.request.id;
   h.fails = FaultDraw(id, h.attempts, 2) < c.faults.failure_probability;
   sim_.queue().Push(now + c.timeout, this, kTransferTimeout, h.attempts, id);
-  if (FaultDraw(id, h.attempts, 1) < c.faults.delay_probability && c.faults.delay > Duration()) {
+  h.delayed = FaultDraw(id, h.attempts, 1) < c.faults.delay_probability && c.faults.delay > Duration();
+  if (h.delayed) {
     sim_.queue().Push(now + c.faults.delay, this, kTransferStart, h.attempts, id);
     return;
   }
@@ -358,7 +366,7 @@ void Disaggregation::ReportTransfer(const Handoff& h, SimTime now, std::string_v
   FleetObserver* obs = sim_.fleet_observer();
   if (obs == nullptr) return;
   const int64_t bytes = h.transfer_tokens * sim_.setup_of(h.prefill).kv_bytes_per_token;
-  obs->OnTransfer({h.request.id, h.attempts, h.prefill, h.serving, h.since, now, bytes, outcome});
+  obs->OnTransfer({h.request.id, h.attempts, h.prefill, h.serving, h.since, now, bytes, outcome, h.delayed});
 }
 
 void Disaggregation::OnTransferTimeout(RequestId id, int32_t attempt, SimTime now) {
@@ -395,7 +403,7 @@ void Disaggregation::AfterFailedAttempt(RequestId id, SimTime now) {
   handoffs_.erase(id);
   if (c.reject_on_failure) {
     ++stages_.rejections;
-    sim_.EndInFleet(r, serving, RequestStatus::kRejected, now, fmt::format("KV transfer failed {} times", attempts));
+    sim_.EndInFleet(r, serving, RequestStatus::kRejected, now, fmt::format("its KV transfer failed {} attempt{}", attempts, attempts == 1 ? "" : "s"));
   } else {
     ++stages_.recomputations;
     sim_.SubmitTo(serving, r, now, /*schedule_cancel=*/false);  // its cancel is already queued

@@ -42,7 +42,7 @@ Expected<Json> ParseJsonObject(const std::string& path, const std::string& text)
   if (FindJsonNestingBeyond(text) != std::string::npos) return MetaError(path, "", JsonNestingMessage());
   Json j;
   try {
-    j = Json::parse(text);
+    j = ParseJsonText(text);
   } catch (const Json::parse_error& e) {
     const std::size_t at = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
     const std::string_view before = std::string_view(text).substr(0, at);

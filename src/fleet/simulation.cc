@@ -392,12 +392,14 @@ void Simulation::RouteRequest(const Request& r, SimTime now) {
   }
   std::optional<RouteDecision> d;
   for (const auto& c : components_) {
+    if (r.pinned_replica >= 0) break;  // a pinned request is not the components' to place
     d = c->Route(r, now);
     if (d) break;
   }
   if (!d) {
     // One replica decides nothing (and its router keeps no rotation to advance).
-    d = table_.size() > 1 ? RouteAmong(RouterSet::kServing, ready_serving_, r) : RouteDecision{ready_serving_[0], 0, {}, {}, 0};
+    d = table_.size() > 1 || r.pinned_replica >= 0 ? RouteAmong(RouterSet::kServing, ready_serving_, r)
+                                                    : RouteDecision{ready_serving_[0], 0, {}, {}, 0};
   }
   AfterRoute(r, *d, now);
 }
@@ -412,8 +414,13 @@ RouteDecision Simulation::RouteAmong(RouterSet set, const std::vector<int32_t>& 
   for (size_t i = 0; i < view.size(); ++i) {
     for (const auto& c : components_) c->FillView(r, replicas[i], view[i]);
   }
-  Router& router = *routers_[static_cast<int>(set)];
-  RouteDecision d = router.Route(r, view);
+  RouteDecision d;
+  const auto pinned = std::find(replicas.begin(), replicas.end(), r.pinned_replica);
+  if (pinned != replicas.end()) {
+    d.replica = static_cast<int32_t>(pinned - replicas.begin());
+  } else {
+    d = routers_[static_cast<int>(set)]->Route(r, view);
+  }
   FP_ASSERT(d.replica >= 0 && static_cast<size_t>(d.replica) < replicas.size());
   d.matched_prefix_tokens = view[static_cast<size_t>(d.replica)].matched_prefix_tokens;
   d.replica = replicas[static_cast<size_t>(d.replica)];

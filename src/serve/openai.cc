@@ -191,7 +191,7 @@ ParseResult ParseApiRequest(Endpoint endpoint, std::string_view text) {
   if (FindJsonNestingBeyond(text) != std::string_view::npos) return Fail(fmt::format("the body has {}", JsonNestingMessage()));
   Json body;
   try {
-    body = Json::parse(text);
+    body = ParseJsonText(text);
   } catch (const Json::parse_error& e) {
     return Fail(fmt::format("the body is not valid JSON: {}", e.what()));
   }

@@ -16,6 +16,7 @@
 
 #include "fleetplan/core/limits.h"
 #include "fleetplan/core/rng.h"
+#include "fleetplan/fleet/disaggregation.h"
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/serve/openai.h"
 #include "fleetplan/serve/prometheus.h"
@@ -51,7 +52,8 @@ bool IsRequestId(std::string_view id) {
 }
 
 class Connection;
-class Replica;
+class Port;
+class EngineClock;
 
 // What a response needs beyond the request: a recorded copy for idempotent replays.
 struct Recorded {
@@ -119,7 +121,9 @@ struct Metrics {
   int64_t replays = 0;
   int64_t rejected = 0;
   std::map<int, int64_t> http_errors;  // status -> count
-  std::map<std::string, int64_t> faults;  // kind -> count (faults.serve)
+  std::map<std::string, int64_t> faults;  // kind -> count (faults.serve, faults.kv_transfer)
+  std::map<std::string, int64_t> transfers;  // KV transfers into this replica, by outcome
+  Histogram transfer_time{TtftBuckets()};  // simulated, completed transfers (ms to s)
   explicit Metrics(int64_t max_len)
       : prompt_hist(Buckets125(max_len)), gen_hist(Buckets125(max_len)), max_tokens_hist(Buckets125(max_len)) {
     for (const char* r : {"stop", "length", "abort"}) success[r] = 0;
@@ -137,10 +141,69 @@ struct Shared {
   Status failure = Status::Ok();
 };
 
-class Replica final : public EngineObserver {
+// The fleet every port shares, stepped in real time: one fleet kernel holding every
+// replica (so prefill/decode pools hand requests over as in `simulate`), one timer armed
+// at the wall time of its next event. A request carries the replica of the port it
+// reached (Request::pinned_replica); its tokens and outcome go back to that port.
+class EngineClock final : public EngineObserver, public FleetObserver {
  public:
-  Replica(Shared& shared, int index, const FleetSetup& setup);
-  Status Init(const FleetSetup& setup, const tcp::endpoint& ep);
+  explicit EngineClock(Shared& shared) : shared_(shared), timer_(shared.io) {}
+  Status Init(const FleetSetup& setup);
+  void Attach(int32_t replica, Port* port) { ports_[static_cast<size_t>(replica)] = port; }
+  void Start() { origin_ = Clock::now(); }
+  void Stop() {
+    stopped_ = true;
+    timer_.cancel();
+  }
+
+  SimTime SimOf(Clock::time_point t) const;
+  Clock::time_point WallOf(SimTime t) const;
+  SimTime now() const { return sim_->now(); }
+  RequestId NextId() { return next_id_++; }
+  // One id per adapter name for the whole fleet: the same name is the same adapter on
+  // every replica (its residency is still per replica).
+  AdapterId AdapterIdOf(const std::string& name);
+  // Submits `r` (pinned to `port`'s replica) at its arrival.
+  Status Submit(const Request& r, Port* port);
+  void Cancel(RequestId id);
+  // Runs the simulation up to now (or only up to `limit`) and rearms the clock.
+  void Pump(std::optional<SimTime> limit = std::nullopt);
+  // True once an engine has scheduled `id`: the serving replica's, or a prefill
+  // replica's computing its prompt.
+  bool Scheduled(RequestId id, int32_t replica) const;
+  const Engine& engine(int32_t replica) const { return sim_->replica(replica); }
+  PoolRole role(int32_t replica) const { return sim_->role(replica); }
+  // True when the fleet has a prefill pool (requests are handed over).
+  bool PoolsServed() const { return sim_->component<Disaggregation>() != nullptr; }
+  // Disaggregated requests bound for `replica` that its engine does not hold yet (they
+  // wait for a decode slot, a prefill or their KV): vLLM counts them as waiting.
+  int64_t PendingHandoffs(int32_t replica) const;
+
+  void OnRequestDone(const RequestOutcome& o) override;
+  void OnRoute(const RouteEvent&) override {}
+  void OnTransfer(const TransferEvent& e) override;
+
+ private:
+  void ArmTimer();
+
+  Shared& shared_;
+  net::steady_timer timer_;
+  std::unique_ptr<Simulation> sim_;
+  Clock::time_point origin_;
+  std::vector<Port*> ports_;                      // by replica id
+  std::unordered_map<RequestId, Port*> owner_;    // requests the engines hold (lookup only)
+  std::map<std::string, AdapterId> adapter_ids_;
+  RequestId next_id_ = 0;
+  bool stopped_ = false;
+  bool in_pump_ = false;
+};
+
+// One replica's port: its acceptor and connections, the requests it answers, its
+// /metrics, idempotency records and adapters. The engine is the clock's.
+class Port {
+ public:
+  Port(Shared& shared, EngineClock& clock, int32_t replica, const ReplicaSetup& setup);
+  Status Listen(const tcp::endpoint& ep);
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   void Start();
   void Stop();
@@ -157,20 +220,20 @@ class Replica final : public EngineObserver {
   void Drained(RequestId id);
   void CountError(int status) { ++metrics_.http_errors[status]; }
 
-  void OnRequestDone(const RequestOutcome& o) override;
+  // From the clock: an output token, a request's end, a KV transfer into this replica,
+  // and the end of a pump (queue times).
+  void HandleToken(const TokenEvent& ev);
+  void OnRequestDone(const RequestOutcome& o);
+  void OnTransfer(const TransferEvent& e);
+  void AfterPump(Clock::time_point now);
 
  private:
-  SimTime SimOf(Clock::time_point t) const;
-  Clock::time_point WallOf(SimTime t) const;
   void Accept();
-  // Runs the simulation up to now (or only up to `limit`) and rearms the clock.
-  void Pump(std::optional<SimTime> limit = std::nullopt);
-  void ArmTimer();
+  void Pump(std::optional<SimTime> limit = std::nullopt) { clock_.Pump(limit); }
   void Sweep();
-  void HandleToken(const TokenEvent& ev);
   void RenderTokens(Live& l, Connection& c);
   void FinishStream(Live& l, Connection& c);
-  void Cancel(Live& l);
+  void Cancel(Live& l) { clock_.Cancel(l.id); }
   void Forget(RequestId id);
   std::optional<ApiError> PlanOutput(const ApiRequest& req, Live& l, std::span<const int64_t> ids);
   std::string FinalBody(const Live& l) const;
@@ -178,16 +241,13 @@ class Replica final : public EngineObserver {
   std::optional<AdapterId> ResolveModel(const std::string& name) const;
 
   Shared& shared_;
-  int index_;
+  EngineClock& clock_;
+  int32_t index_;  // the replica's id in the clock's fleet
   tcp::acceptor acceptor_;
-  net::steady_timer timer_;
   net::steady_timer sweep_timer_;
-  std::unique_ptr<Simulation> sim_;
   int64_t block_tokens_ = 16;
   int64_t kv_blocks_ = 0;
   bool prefix_cache_ = false;
-  Clock::time_point origin_;
-  RequestId next_id_ = 0;
   uint64_t response_counter_ = 0;
   std::unordered_map<RequestId, std::unique_ptr<Live>> live_;
   std::deque<RequestId> unscheduled_;  // arrival order, for the queue-time histogram
@@ -196,18 +256,16 @@ class Replica final : public EngineObserver {
   std::deque<std::pair<Clock::time_point, std::string>> recorded_order_;
   std::map<std::string, std::string> loras_;  // name -> path
   std::map<std::string, AdapterId> lora_ids_;
-  AdapterId next_adapter_ = 0;
   Metrics metrics_;
   RngStream fault_rng_;
   bool stopped_ = false;
-  bool in_pump_ = false;
 };
 
 // One TCP connection: reads requests with Beast's parser, writes whole responses or a
 // chunked event stream, and watches for the client going away while a request is live.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Replica& rep, Shared& shared, tcp::socket sock) : rep_(rep), shared_(shared), sock_(std::move(sock)) {}
+  Connection(Port& rep, Shared& shared, tcp::socket sock) : rep_(rep), shared_(shared), sock_(std::move(sock)) {}
 
   void Start() { ReadRequest(); }
 
@@ -428,7 +486,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ReadRequest();
   }
 
-  Replica& rep_;
+  Port& rep_;
   Shared& shared_;
   tcp::socket sock_;
   beast::flat_buffer buf_;
@@ -450,21 +508,112 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 // ---------------------------------------------------------------------------------------
-// Replica
+// EngineClock
 
-Replica::Replica(Shared& shared, int index, const FleetSetup& setup)
-    : shared_(shared), index_(index), acceptor_(shared.io), timer_(shared.io), sweep_timer_(shared.io),
-      metrics_(shared.max_model_len), fault_rng_(shared.faults.seed, fmt::format("replica-{}", index)) {
-  const EngineConfig& e = setup.replicas[0].engine;
-  block_tokens_ = e.block_tokens;
-  kv_blocks_ = e.kv_blocks;
-  prefix_cache_ = e.prefix_cache.enabled;
+Status EngineClock::Init(const FleetSetup& setup) {
+  ports_.assign(setup.replicas.size(), nullptr);
+  FP_ASSIGN_OR_RETURN(sim_, Simulation::Create(setup, this));
+  sim_->SetFleetObserver(this);
+  sim_->SetTokenCallback([this](const TokenEvent& ev) {
+    if (auto it = owner_.find(ev.id); it != owner_.end()) it->second->HandleToken(ev);
+  });
+  return sim_->Start(nullptr);
 }
 
-Status Replica::Init(const FleetSetup& setup, const tcp::endpoint& ep) {
-  FP_ASSIGN_OR_RETURN(sim_, Simulation::Create(setup, this));
-  sim_->SetTokenCallback([this](const TokenEvent& ev) { HandleToken(ev); });
-  FP_RETURN_IF_ERROR(sim_->Start(nullptr));
+SimTime EngineClock::SimOf(Clock::time_point t) const {
+  const double ns = static_cast<double>((t - origin_).count()) * shared_.options.speed;
+  return SimTime::FromNanos(static_cast<int64_t>(ns));
+}
+
+Clock::time_point EngineClock::WallOf(SimTime t) const {
+  const double ns = std::ceil(static_cast<double>(t.ns()) / shared_.options.speed);
+  return origin_ + std::chrono::nanoseconds(static_cast<int64_t>(ns));
+}
+
+AdapterId EngineClock::AdapterIdOf(const std::string& name) {
+  const auto [it, added] = adapter_ids_.emplace(name, static_cast<AdapterId>(adapter_ids_.size()));
+  return it->second;
+}
+
+Status EngineClock::Submit(const Request& r, Port* port) {
+  owner_[r.id] = port;
+  Status s = sim_->Submit(r);
+  if (!s.ok()) owner_.erase(r.id);
+  return s;
+}
+
+void EngineClock::Cancel(RequestId id) { sim_->Cancel(id, std::max(SimOf(Clock::now()), sim_->now())); }
+
+void EngineClock::Pump(std::optional<SimTime> limit) {
+  if (stopped_ || in_pump_) return;
+  in_pump_ = true;
+  const Clock::time_point now = Clock::now();
+  SimTime t = std::max(SimOf(now), sim_->now());
+  if (auto next = sim_->next_event(); next && WallOf(*next) <= now) t = std::max(t, *next);
+  if (limit) t = std::max(*limit, sim_->now());
+  Status s = sim_->RunUntil(t);
+  in_pump_ = false;
+  if (!s.ok()) {
+    shared_.failure = InternalError(s.message());
+    shared_.io.stop();
+    return;
+  }
+  for (Port* p : ports_) p->AfterPump(now);
+  ArmTimer();
+}
+
+void EngineClock::ArmTimer() {
+  auto next = sim_->next_event();
+  if (!next) return;
+  timer_.expires_at(WallOf(*next));
+  timer_.async_wait([this](beast::error_code ec) {
+    if (!ec) Pump();
+  });
+}
+
+bool EngineClock::Scheduled(RequestId id, int32_t replica) const {
+  auto started = [&](int32_t r) {
+    const auto view = sim_->replica(r).request(id);
+    return view && (view->running || view->num_computed > 0);
+  };
+  if (started(replica)) return true;
+  if (role(replica) == PoolRole::kPrefill) return false;
+  for (int32_t r = 0; r < sim_->replica_count(); ++r) {
+    if (role(r) == PoolRole::kPrefill && started(r)) return true;
+  }
+  return false;
+}
+
+int64_t EngineClock::PendingHandoffs(int32_t replica) const {
+  const auto* pools = sim_->component<Disaggregation>();
+  if (pools == nullptr) return 0;
+  ReplicaTelemetry t;
+  pools->AddTelemetry(replica, t);
+  return t.waiting;
+}
+
+void EngineClock::OnRequestDone(const RequestOutcome& o) {
+  const auto it = owner_.find(o.id);
+  if (it == owner_.end()) return;
+  Port* port = it->second;
+  owner_.erase(it);
+  port->OnRequestDone(o);
+}
+
+void EngineClock::OnTransfer(const TransferEvent& e) { ports_[static_cast<size_t>(e.to)]->OnTransfer(e); }
+
+// ---------------------------------------------------------------------------------------
+// Port
+
+Port::Port(Shared& shared, EngineClock& clock, int32_t replica, const ReplicaSetup& setup)
+    : shared_(shared), clock_(clock), index_(replica), acceptor_(shared.io), sweep_timer_(shared.io),
+      metrics_(shared.max_model_len), fault_rng_(shared.faults.seed, fmt::format("replica-{}", replica)) {
+  block_tokens_ = setup.engine.block_tokens;
+  kv_blocks_ = setup.engine.kv_blocks;
+  prefix_cache_ = setup.engine.prefix_cache.enabled;
+}
+
+Status Port::Listen(const tcp::endpoint& ep) {
   beast::error_code ec;
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
@@ -477,34 +626,22 @@ Status Replica::Init(const FleetSetup& setup, const tcp::endpoint& ep) {
   return Status::Ok();
 }
 
-void Replica::Start() {
-  origin_ = Clock::now();
+void Port::Start() {
   Accept();
   Sweep();
 }
 
-void Replica::Stop() {
+void Port::Stop() {
   stopped_ = true;
   beast::error_code ec;
   acceptor_.close(ec);
-  timer_.cancel();
   sweep_timer_.cancel();
   for (auto& [id, l] : live_) {
     if (auto c = l->conn.lock()) c->Close();
   }
 }
 
-SimTime Replica::SimOf(Clock::time_point t) const {
-  const double ns = static_cast<double>((t - origin_).count()) * shared_.options.speed;
-  return SimTime::FromNanos(static_cast<int64_t>(ns));
-}
-
-Clock::time_point Replica::WallOf(SimTime t) const {
-  const double ns = std::ceil(static_cast<double>(t.ns()) / shared_.options.speed);
-  return origin_ + std::chrono::nanoseconds(static_cast<int64_t>(ns));
-}
-
-void Replica::Accept() {
+void Port::Accept() {
   acceptor_.async_accept([this](beast::error_code ec, tcp::socket sock) {
     if (stopped_) return;
     if (!ec) {
@@ -516,48 +653,30 @@ void Replica::Accept() {
   });
 }
 
-void Replica::Pump(std::optional<SimTime> limit) {
-  if (stopped_ || in_pump_) return;
-  in_pump_ = true;
-  const Clock::time_point now = Clock::now();
-  SimTime t = std::max(SimOf(now), sim_->now());
-  if (auto next = sim_->next_event(); next && WallOf(*next) <= now) t = std::max(t, *next);
-  if (limit) t = std::max(*limit, sim_->now());
-  Status s = sim_->RunUntil(t);
-  in_pump_ = false;
-  if (!s.ok()) {
-    shared_.failure = InternalError(fmt::format("replica {}: {}", index_, s.message()));
-    shared_.io.stop();
-    return;
-  }
-  // Queue time: until the engine first holds the request as running (checked at each
-  // event in arrival order; with FCFS admission the front is the next admitted).
-  const Engine& engine = sim_->replica(0);
+// Queue time: until an engine first holds the request as running (checked at each pump
+// in arrival order; with FCFS admission the front is the next admitted).
+void Port::AfterPump(Clock::time_point now) {
   while (!unscheduled_.empty()) {
     auto it = live_.find(unscheduled_.front());
     if (it == live_.end() || it->second->scheduled) {
       unscheduled_.pop_front();
       continue;
     }
-    const auto view = engine.request(it->first);
-    if (!view || !(view->running || view->num_computed > 0)) break;
+    if (!clock_.Scheduled(it->first, index_)) break;
     it->second->scheduled = true;
     metrics_.queue.Observe(Seconds(now - it->second->arrival));
     unscheduled_.pop_front();
   }
-  ArmTimer();
 }
 
-void Replica::ArmTimer() {
-  auto next = sim_->next_event();
-  if (!next) return;
-  timer_.expires_at(WallOf(*next));
-  timer_.async_wait([this](beast::error_code ec) {
-    if (!ec) Pump();
-  });
+void Port::OnTransfer(const TransferEvent& e) {
+  ++metrics_.transfers[std::string(e.outcome)];
+  if (e.delayed) ++metrics_.faults["kv_transfer_delay"];
+  if (e.outcome == "failed") ++metrics_.faults["kv_transfer_failure"];
+  if (e.outcome == "completed") metrics_.transfer_time.Observe((e.end - e.start).seconds());
 }
 
-void Replica::Sweep() {
+void Port::Sweep() {
   const Clock::time_point now = Clock::now();
   const auto timeout = std::chrono::nanoseconds(shared_.options.slow_client_timeout.ns());
   std::vector<RequestId> slow, resumed;
@@ -596,7 +715,7 @@ void Replica::Sweep() {
   });
 }
 
-std::optional<AdapterId> Replica::ResolveModel(const std::string& name) const {
+std::optional<AdapterId> Port::ResolveModel(const std::string& name) const {
   if (name == shared_.model) return kNoAdapter;
   if (auto it = lora_ids_.find(name); it != lora_ids_.end()) return it->second;
   return std::nullopt;
@@ -604,7 +723,7 @@ std::optional<AdapterId> Replica::ResolveModel(const std::string& name) const {
 
 // The answer's length and text limit: max_tokens, the class's output distribution, stop
 // strings (docs/serve.md "Tokens").
-std::optional<ApiError> Replica::PlanOutput(const ApiRequest& req, Live& l, std::span<const int64_t> ids) {
+std::optional<ApiError> Port::PlanOutput(const ApiRequest& req, Live& l, std::span<const int64_t> ids) {
   const int64_t prompt = static_cast<int64_t>(ids.size());
   const int64_t room = shared_.max_model_len - prompt;
   if (room < 1 || (req.max_tokens && *req.max_tokens > room)) {
@@ -661,7 +780,7 @@ std::optional<ApiError> Replica::PlanOutput(const ApiRequest& req, Live& l, std:
   return std::nullopt;
 }
 
-void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
+void Port::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
                        const http::request<http::string_body>& http_req) {
   const Clock::time_point arrival = Clock::now();
   ParseResult parsed = ParseApiRequest(endpoint, http_req.body());
@@ -742,7 +861,7 @@ void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
     l->stall_at = static_cast<int64_t>(at.NextBelow(static_cast<uint64_t>(l->output_tokens)));
     ++metrics_.faults["stall"];
   }
-  l->id = next_id_++;
+  l->id = clock_.NextId();
   l->conn = c;
   l->endpoint = endpoint;
   l->stream = req.stream;
@@ -760,7 +879,8 @@ void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
   Request r;
   r.id = l->id;
   r.adapter = *adapter;
-  r.arrival = std::max(SimOf(arrival), sim_->now()) + spike;
+  r.arrival = std::max(clock_.SimOf(arrival), clock_.now()) + spike;
+  r.pinned_replica = index_;
   r.prompt = PromptLayout(ids, block_tokens_);
   r.output_tokens = l->output_tokens;
   const RequestId id = l->id;
@@ -769,7 +889,7 @@ void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
   if (!key.empty()) live_keys_[key] = id;
   unscheduled_.push_back(id);
   c->SetLive(id);
-  if (Status s = sim_->Submit(r); !s.ok()) {
+  if (Status s = clock_.Submit(r, this); !s.ok()) {
     Forget(id);
     c->ClearLive();
     return c->SendError(ApiError{500, s.message(), "server_error"});
@@ -787,12 +907,12 @@ void Replica::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
   Pump();  // catch up with the wall clock
 }
 
-void Replica::HandleToken(const TokenEvent& ev) {
+void Port::HandleToken(const TokenEvent& ev) {
   auto it = live_.find(ev.id);
   if (it == live_.end()) return;
   Live& l = *it->second;
   const Clock::time_point now = Clock::now();
-  const double late = std::max(0.0, Seconds(now - WallOf(ev.at)));
+  const double late = std::max(0.0, Seconds(now - clock_.WallOf(ev.at)));
   metrics_.lateness.Observe(late);
   metrics_.lateness_max = std::max(metrics_.lateness_max, late);
   if (ev.index == 0) {
@@ -817,7 +937,7 @@ void Replica::HandleToken(const TokenEvent& ev) {
 }
 
 // Renders held-back tokens into the connection's buffer up to its cap.
-void Replica::RenderTokens(Live& l, Connection& c) {
+void Port::RenderTokens(Live& l, Connection& c) {
   const size_t cap = static_cast<size_t>(shared_.options.client_buffer_bytes);
   while (l.emitted < l.generated) {
     if (l.emitted == l.stall_at) {
@@ -850,7 +970,7 @@ void Replica::RenderTokens(Live& l, Connection& c) {
   if (l.engine_done) FinishStream(l, c);
 }
 
-void Replica::Drained(RequestId id) {
+void Port::Drained(RequestId id) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   auto c = it->second->conn.lock();
@@ -858,7 +978,7 @@ void Replica::Drained(RequestId id) {
   if (it->second->emitted < it->second->generated) RenderTokens(*it->second, *c);
 }
 
-std::string Replica::FinalBody(const Live& l) const {
+std::string Port::FinalBody(const Live& l) const {
   const Usage usage{l.prompt_tokens, l.output_tokens};
   if (!l.stream) {
     std::string text;
@@ -886,7 +1006,7 @@ std::string Replica::FinalBody(const Live& l) const {
   return out;
 }
 
-void Replica::Record(const Live& l, std::string content_type, std::string body) {
+void Port::Record(const Live& l, std::string content_type, std::string body) {
   if (l.idem_key.empty() || body.empty() || static_cast<int64_t>(body.size()) > shared_.options.idempotency_max_body) return;
   const Clock::time_point expires = Clock::now() + std::chrono::nanoseconds(shared_.options.idempotency_window.ns());
   while (static_cast<int64_t>(recorded_.size()) >= shared_.options.idempotency_entries && !recorded_order_.empty()) {
@@ -897,7 +1017,7 @@ void Replica::Record(const Live& l, std::string content_type, std::string body) 
   recorded_order_.emplace_back(expires, l.idem_key);
 }
 
-void Replica::FinishStream(Live& l, Connection& c) {
+void Port::FinishStream(Live& l, Connection& c) {
   if (l.include_usage) AppendUsageEvent(c.out(), l.endpoint, l.head, Usage{l.prompt_tokens, l.output_tokens});
   AppendDone(c.out());
   c.ClearLive();
@@ -906,7 +1026,7 @@ void Replica::FinishStream(Live& l, Connection& c) {
   Forget(l.id);
 }
 
-void Replica::OnRequestDone(const RequestOutcome& o) {
+void Port::OnRequestDone(const RequestOutcome& o) {
   auto it = live_.find(o.id);
   if (it == live_.end()) return;
   Live& l = *it->second;
@@ -933,7 +1053,7 @@ void Replica::OnRequestDone(const RequestOutcome& o) {
       return Forget(o.id);
     }
     case RequestStatus::kRejected: {
-      ++metrics_.rejected;
+      if (o.reason.starts_with("waiting queue full")) ++metrics_.rejected;
       if (c && !c->closed() && l.stream_begun) {
         // A delayed arrival (a latency spike) found the queue full after the headers left.
         c->out() += "data: " + ErrorBody(ApiError{503, "the engine's waiting queue is full; retry later", "server_error", "",
@@ -943,8 +1063,11 @@ void Replica::OnRequestDone(const RequestOutcome& o) {
         c->EndStream();
       } else if (c && !c->closed()) {
         c->ClearLive();
-        ApiError e{503, fmt::format("the engine's waiting queue is full ({}); retry later", o.reason), "server_error", "",
-                   "queue_full"};
+        // The waiting bound, or with pools a transfer that failed its last attempt
+        // (deployment.disaggregation.on_failure: reject): the reason says which.
+        const bool full = o.reason.starts_with("waiting queue full");
+        ApiError e{503, fmt::format("the request was rejected ({}); retry later", o.reason), "server_error", "",
+                   full ? "queue_full" : "rejected"};
         c->SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
       }
       return Forget(o.id);
@@ -957,12 +1080,7 @@ void Replica::OnRequestDone(const RequestOutcome& o) {
   }
 }
 
-void Replica::Cancel(Live& l) {
-  const SimTime at = std::max(SimOf(Clock::now()), sim_->now());
-  sim_->Cancel(l.id, at);
-}
-
-void Replica::ClientGone(RequestId id) {
+void Port::ClientGone(RequestId id) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   ++metrics_.client_cancels;
@@ -971,7 +1089,7 @@ void Replica::ClientGone(RequestId id) {
   Pump();
 }
 
-void Replica::CancelRoute(const std::shared_ptr<Connection>& c, std::string_view id) {
+void Port::CancelRoute(const std::shared_ptr<Connection>& c, std::string_view id) {
   const std::string key(id);
   RequestId found = -1;
   if (auto k = live_keys_.find(key); k != live_keys_.end()) found = k->second;
@@ -997,20 +1115,20 @@ void Replica::CancelRoute(const std::shared_ptr<Connection>& c, std::string_view
   c->SendFull(http::status::ok, "application/json", Json{{"id", rid}, {"object", "request.cancelled"}}.dump());
 }
 
-void Replica::Forget(RequestId id) {
+void Port::Forget(RequestId id) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   if (!it->second->idem_key.empty()) live_keys_.erase(it->second->idem_key);
   live_.erase(it);
 }
 
-void Replica::LoadLora(const std::shared_ptr<Connection>& c, std::string_view body, bool load) {
+void Port::LoadLora(const std::shared_ptr<Connection>& c, std::string_view body, bool load) {
   if (FindJsonNestingBeyond(body) != std::string_view::npos) {
     return c->SendError(ApiError{400, fmt::format("the body has {}", JsonNestingMessage())});
   }
   Json j;
   try {
-    j = Json::parse(body);
+    j = ParseJsonText(body);
   } catch (const Json::parse_error& e) {
     return c->SendError(ApiError{400, fmt::format("the body is not valid JSON: {}", e.what())});
   }
@@ -1031,7 +1149,7 @@ void Replica::LoadLora(const std::shared_ptr<Connection>& c, std::string_view bo
                                    "invalid_request_error", "lora_name"});
     }
     loras_[name] = j["lora_path"].get<std::string>();
-    lora_ids_[name] = next_adapter_++;
+    lora_ids_[name] = clock_.AdapterIdOf(name);
     return c->SendFull(http::status::ok, "text/plain", fmt::format("Success: LoRA adapter '{}' added successfully.", name));
   }
   if (loras_.erase(name) == 0) {
@@ -1042,7 +1160,7 @@ void Replica::LoadLora(const std::shared_ptr<Connection>& c, std::string_view bo
   c->SendFull(http::status::ok, "text/plain", fmt::format("Success: LoRA adapter '{}' removed successfully.", name));
 }
 
-std::string Replica::ModelsBody() const {
+std::string Port::ModelsBody() const {
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   Json data = Json::array();
   data.push_back({{"id", shared_.model}, {"object", "model"}, {"created", created}, {"owned_by", "fleetplan"},
@@ -1054,8 +1172,8 @@ std::string Replica::ModelsBody() const {
   return Json{{"object", "list"}, {"data", data}}.dump();
 }
 
-std::string Replica::MetricsBody() const {
-  const Engine& e = sim_->replica(0);
+std::string Port::MetricsBody() const {
+  const Engine& e = clock_.engine(index_);
   const std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", LabelValue(shared_.model));
   std::string out;
   out.reserve(16 << 10);
@@ -1073,7 +1191,8 @@ std::string Replica::MetricsBody() const {
   };
   const EngineStats& st = e.stats();
   gauge("vllm:num_requests_running", "Number of requests in model execution batches.", static_cast<double>(e.running_count()));
-  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", static_cast<double>(e.waiting_count()));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+        static_cast<double>(e.waiting_count() + clock_.PendingHandoffs(index_)));
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
         e.pool().total() > 0 ? static_cast<double>(e.pool().used_count()) / static_cast<double>(e.pool().total()) : 0.0);
   counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
@@ -1145,6 +1264,18 @@ std::string Replica::MetricsBody() const {
   for (const auto& [kind, n] : metrics_.faults) {
     out += fmt::format("fleetplan:faults_injected_total{{{},kind=\"{}\"}} {}\n", labels, kind, PromNumber(static_cast<double>(n)));
   }
+  AppendHelp(out, "fleetplan:replica_info", "gauge", "This port's replica in the fleet: its id and pool role.");
+  out += fmt::format("fleetplan:replica_info{{replica=\"{}\",role=\"{}\"}} 1\n", index_, PoolRoleName(clock_.role(index_)));
+  if (clock_.role(index_) != PoolRole::kPrefill && clock_.PoolsServed()) {
+    AppendHelp(out, "fleetplan:kv_transfers", "counter", "KV transfers into this replica from the prefill pool, by outcome.");
+    for (const char* outcome : {"completed", "failed", "timeout", "cancelled"}) {
+      const auto it = metrics_.transfers.find(outcome);
+      out += fmt::format("fleetplan:kv_transfers_total{{{},outcome=\"{}\"}} {}\n", labels, outcome,
+                         PromNumber(static_cast<double>(it == metrics_.transfers.end() ? 0 : it->second)));
+    }
+    histogram("fleetplan:kv_transfer_seconds", "Simulated time of each completed KV transfer into this replica.",
+              metrics_.transfer_time);
+  }
   AppendHelp(out, "fleetplan:http_errors", "counter", "Error responses by status.");
   for (const auto& [status, n] : metrics_.http_errors) {
     out += fmt::format("fleetplan:http_errors_total{{{},status=\"{}\"}} {}\n", labels, status, PromNumber(static_cast<double>(n)));
@@ -1159,24 +1290,52 @@ std::string Replica::MetricsBody() const {
 
 struct Server::Impl {
   Shared shared;
-  std::vector<std::unique_ptr<Replica>> replicas;
-  std::vector<uint16_t> ports;
+  std::unique_ptr<EngineClock> clock;
+  std::vector<std::unique_ptr<Port>> ports;
+  std::vector<uint16_t> numbers;
+  std::vector<PoolRole> roles;
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() = default;
 
+namespace {
+
+// The fleet the ports serve: the plan's replicas (or `--replicas` of them, cycling
+// through its pools when it has only mixed ones), without what a live server has no
+// clock or owner for: timed invalidations, scripted losses, the simulator's autoscaler
+// (the emulated fleet is its ports; a real autoscaler scales it).
+Expected<FleetSetup> ServedSetup(const FleetPlan& plan, const ServeOptions& options) {
+  FleetSetup s = plan.Setup();
+  const bool pools = std::any_of(s.replicas.begin(), s.replicas.end(),
+                                 [](const ReplicaSetup& r) { return r.role != PoolRole::kMixed; });
+  if (options.replicas) {
+    if (*options.replicas < 1 || *options.replicas > 1024) return UsageError("--replicas: expected 1..1024");
+    if (pools) {
+      return UsageError("--replicas: this scenario has prefill/decode pools; each pool's count is its "
+                        "deployment.pools[].replicas");
+    }
+    std::vector<ReplicaSetup> cycled;
+    for (int64_t i = 0; i < *options.replicas; ++i) cycled.push_back(s.replicas[static_cast<size_t>(i) % s.replicas.size()]);
+    s.replicas = std::move(cycled);
+  }
+  if (s.replicas.size() > 1024) return UsageError("serve: at most 1024 replicas (one port each)");
+  s.invalidations.clear();
+  s.replica_losses.clear();
+  s.autoscaling.reset();
+  if (options.max_waiting) {
+    for (ReplicaSetup& r : s.replicas) r.engine.scheduler.max_waiting = *options.max_waiting;
+  }
+  return s;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Server>> Server::Create(const FleetPlan& plan, const ServeOptions& options) {
   if (!(options.speed > 0) || !std::isfinite(options.speed)) return UsageError("--speed: expected a number > 0");
   if (options.port < 0 || options.port > 65535) return UsageError("--port: expected 0..65535");
-  FleetSetup base = plan.Setup();
-  for (const ReplicaSetup& r : base.replicas) {
-    if (r.role != PoolRole::kMixed) {
-      return InvalidInput("serve emulates mixed replicas only: this scenario has a prefill/decode pool (deployment.pools)");
-    }
-  }
-  const int64_t n = options.replicas.value_or(static_cast<int64_t>(base.replicas.size()));
-  if (n < 1 || n > 1024) return UsageError("--replicas: expected 1..1024");
+  FP_ASSIGN_OR_RETURN(FleetSetup setup, ServedSetup(plan, options));
+  const auto n = static_cast<int64_t>(setup.replicas.size());
   if (options.port != 0 && options.port + n - 1 > 65535) return UsageError("--port: the replicas' ports run past 65535");
   auto impl = std::make_unique<Impl>();
   Shared& sh = impl->shared;
@@ -1189,25 +1348,28 @@ Expected<std::unique_ptr<Server>> Server::Create(const FleetPlan& plan, const Se
   boost::system::error_code ec;
   const auto address = net::ip::make_address(options.host, ec);
   if (ec) return UsageError(fmt::format("--host: '{}' is not an IP address", options.host));
+  impl->clock = std::make_unique<EngineClock>(sh);
+  FP_RETURN_IF_ERROR(impl->clock->Init(setup));
   for (int64_t i = 0; i < n; ++i) {
-    FleetSetup s = base;
-    s.replicas = {base.replicas[static_cast<size_t>(i) % base.replicas.size()]};
-    s.invalidations.clear();  // timed against a workload's clock; a live server has none
-    if (options.max_waiting) s.replicas[0].engine.scheduler.max_waiting = *options.max_waiting;
-    auto rep = std::make_unique<Replica>(sh, static_cast<int>(i), s);
-    const auto port = static_cast<uint16_t>(options.port == 0 ? 0 : options.port + i);
-    FP_RETURN_IF_ERROR(rep->Init(s, tcp::endpoint(address, port)));
-    impl->ports.push_back(rep->port());
-    impl->replicas.push_back(std::move(rep));
+    const auto id = static_cast<int32_t>(i);
+    auto port = std::make_unique<Port>(sh, *impl->clock, id, setup.replicas[static_cast<size_t>(i)]);
+    const auto number = static_cast<uint16_t>(options.port == 0 ? 0 : options.port + i);
+    FP_RETURN_IF_ERROR(port->Listen(tcp::endpoint(address, number)));
+    impl->clock->Attach(id, port.get());
+    impl->numbers.push_back(port->port());
+    impl->roles.push_back(setup.replicas[static_cast<size_t>(i)].role);
+    impl->ports.push_back(std::move(port));
   }
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-std::vector<uint16_t> Server::ports() const { return impl_->ports; }
+std::vector<uint16_t> Server::ports() const { return impl_->numbers; }
+std::vector<PoolRole> Server::roles() const { return impl_->roles; }
 
 Status Server::Run(bool handle_signals) {
   Shared& sh = impl_->shared;
-  for (auto& r : impl_->replicas) r->Start();
+  impl_->clock->Start();
+  for (auto& p : impl_->ports) p->Start();
   net::signal_set signals(sh.io);
   if (handle_signals) {
     signals.add(SIGINT);
@@ -1229,7 +1391,8 @@ Status Server::Run(bool handle_signals) {
 
 void Server::Stop() {
   net::post(impl_->shared.io, [this] {
-    for (auto& r : impl_->replicas) r->Stop();
+    impl_->clock->Stop();
+    for (auto& p : impl_->ports) p->Stop();
     impl_->shared.io.stop();
   });
 }

@@ -266,7 +266,7 @@ bool FlatJsonLine::FallbackParse(std::string_view line) {
   }
   Json dom;
   try {
-    dom = Json::parse(line);
+    dom = ParseJsonText(line);
   } catch (const Json::parse_error& e) {
     // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 57: <what>"
     std::string what = e.what();

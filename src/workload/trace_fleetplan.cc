@@ -86,7 +86,7 @@ class FleetplanRowParser final : public RowParser {
     }
     Json header;
     try {
-      header = Json::parse(ctx.line);
+      header = ParseJsonText(ctx.line);
     } catch (const Json::parse_error& e) {
       return ctx.Error(static_cast<int>(e.byte), "", "the trace header is not valid JSON");
     }

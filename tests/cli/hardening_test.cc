@@ -127,6 +127,43 @@ TEST_F(Hardening, C1_DeepJsonNestingIsALocatedError) {
   EXPECT_THAT(r.err, HasSubstr("nested more than 64 deep"));
 }
 
+// Every JSON reader x a number beyond a double's range: `1e999` is a located syntax
+// error (exit 3), not an escaped nlohmann out_of_range (found by gates_fuzz in the
+// speculation rounds reader; the trace, records, run-directory and emulator readers
+// caught the same narrow exception).
+TEST_F(Hardening, C1_NumberBeyondADoubleInJsonIsALocatedError) {
+  const std::string header =
+      R"({"adapters":[],"classes":["c"],"format":"fleetplan-trace","source":{},"tenants":[],"version":1})";
+  struct Case {
+    std::string name;
+    std::string file;
+    std::string text;
+    std::vector<std::string> args;  // the file's path is appended
+    std::string where;              // file:line: of the error
+  };
+  const std::vector<Case> cases = {
+      {"fleetplan trace row", "row.jsonl",
+       header + "\n" + R"({"arrival_ns":1e999,"class":"c","id":0,"output_tokens":1,"priority":0,"prompt":[]})" + "\n",
+       {"trace", "stats"}, "row.jsonl:2:"},
+      {"fleetplan trace header", "header.jsonl", R"({"format":"fleetplan-trace","version":1e999})" "\n",
+       {"trace", "stats", "--format", "fleetplan"}, "header.jsonl:1:"},
+      {"mooncake row", "mooncake.jsonl", R"({"timestamp":0,"input_length":1e999,"output_length":1,"hash_ids":[1]})" "\n",
+       {"trace", "convert", "--format", "mooncake", "-o", Path("out.jsonl")}, "mooncake.jsonl:1:"},
+      {"speculation rounds", "rounds.jsonl", R"({"draft": [1], "target": [1], "draft_ms": 7e888888, "verify_ms": 2})" "\n",
+       {"gate", "speculation", "--ordinary", "8ms"}, "rounds.jsonl:1:"},
+      {"run directory meta.json", "run/meta.json", "{\n  \"duration_s\": 1e999\n}\n", {"validate"}, "meta.json:2:"},
+  };
+  for (const Case& c : cases) {
+    std::string path = Write(c.file, c.text);
+    if (c.file == "run/meta.json") path = Path("run");
+    std::vector<std::string> args = c.args;
+    args.push_back(path);
+    const CliRun r = Fleetplan(args);
+    EXPECT_EQ(r.code, 3) << c.name << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.where)) << c.name;
+  }
+}
+
 // Every time scaling x overflow: a replay speed that pushes an arrival past the
 // simulator's time range is an input error at the row, in every trace format and through
 // a scenario; a vanishing generated rate is "never", not an overflow.

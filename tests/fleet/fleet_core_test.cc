@@ -251,6 +251,65 @@ TEST(PushApi, CancelBeforeArrivalEndsTheRequestAtItsArrival) {
   EXPECT_EQ(outcomes.by_id[7].output_tokens, 0);
 }
 
+// A pinned request (Request::pinned_replica, the emulator's port) stays on its replica
+// whatever the router would choose; with prefill/decode pools it is that decode
+// replica's to decode, and its prompt still goes to the prefill pool.
+TEST(PushApi, PinnedRequestsStayOnTheirReplica) {
+  FleetPlan plan = BindText(TwoReplicas(kChat));
+  plan.pools[0].replicas = 3;
+  Outcomes outcomes;
+  auto sim = Simulation::Create(plan.Setup(), &outcomes);
+  ASSERT_TRUE(sim.ok());
+  Simulation& s = **sim;
+  s.SetEventHook([&] { ASSERT_TRUE(s.CheckInvariants().ok()); });
+  ASSERT_TRUE(s.Start(nullptr).ok());
+  for (RequestId id = 0; id < 12; ++id) {
+    Request r = Chat(id, SimTime() + Ms(id), 300, 20);
+    r.pinned_replica = 2;  // least-outstanding would spread these over the three
+    ASSERT_TRUE(s.Submit(r).ok());
+  }
+  ASSERT_TRUE(s.Finish().ok());
+  ASSERT_EQ(outcomes.by_id.size(), 12u);
+  for (const auto& [id, o] : outcomes.by_id) {
+    EXPECT_EQ(o.status, RequestStatus::kOk) << id;
+    EXPECT_EQ(o.replica, 2) << id;
+  }
+  EXPECT_EQ(s.figures(0).routed, 0);
+  EXPECT_EQ(s.figures(1).routed, 0);
+}
+
+TEST(PushApi, PinnedRequestsWithPoolsDecodeOnTheirReplicaAndPrefillOnThePool) {
+  const std::string pools =
+      "version: 1\nname: pinned-pools\nseed: 3\n"
+      "model: {name: llama-3.1-8b, max_context: 16384}\n"
+      "hardware: {gpu: h100-sxm-80g, nodes: 1, gpus_per_node: 8, inter_node_link: ib-ndr-400}\n"
+      "deployment:\n  pools:\n    - {role: prefill, replicas: 2, tp: 1}\n    - {role: decode, replicas: 2, tp: 1}\n"
+      "  disaggregation: {setup: 2ms}\n"
+      "engine:\n  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: 0.1ms}}\n"
+      "workload:\n" + std::string(kChat);
+  FleetPlan plan = BindText(pools);
+  Outcomes outcomes;
+  auto sim = Simulation::Create(plan.Setup(), &outcomes);
+  ASSERT_TRUE(sim.ok());
+  Simulation& s = **sim;
+  s.SetEventHook([&] { ASSERT_TRUE(s.CheckInvariants().ok()); });
+  ASSERT_TRUE(s.Start(nullptr).ok());
+  for (RequestId id = 0; id < 10; ++id) {
+    Request r = Chat(id, SimTime() + Ms(2 * id), 2000, 10);
+    r.pinned_replica = id < 8 ? 3 : 0;  // the second decode replica; the last two: a prefill replica
+    ASSERT_TRUE(s.Submit(r).ok());
+  }
+  ASSERT_TRUE(s.Finish().ok());
+  ASSERT_EQ(outcomes.by_id.size(), 10u);
+  for (const auto& [id, o] : outcomes.by_id) {
+    EXPECT_EQ(o.status, RequestStatus::kOk) << id;
+    EXPECT_EQ(o.replica, id < 8 ? 3 : 0) << id;
+  }
+  EXPECT_EQ(s.figures(2).routed, 0);  // the other decode replica
+  EXPECT_EQ(s.figures(3).routed, 8);
+  EXPECT_EQ(s.figures(0).handed_off + s.figures(1).handed_off, 8);  // every decode-port prompt prefilled on the pool
+}
+
 // Random fleets with pools, faults, replication, adapters, speculative rounds,
 // invalidations, deadlines and cancellations (small KV pools, so the recount after every
 // event stays cheap under the sanitizers): the fleet's invariants (blocks, requests and in-flight handoffs recounted

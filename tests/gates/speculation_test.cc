@@ -265,6 +265,12 @@ TEST(SpeculationGate, OneSequenceCannotBePairedAndHolds) {
   EXPECT_EQ(ExitCode(r), 1);
 }
 
+TEST(SpeculationRounds, ANumberBeyondADoubleIsALocatedSyntaxError) {
+  // gates_fuzz: nlohmann reports it as out_of_range, which escaped the reader.
+  EXPECT_THAT(ParseError(R"({"draft": [1], "target": [1], "draft_ms": 7e888888, "verify_ms": 2})"),
+              ::testing::AllOf(::testing::StartsWith("rounds.jsonl:1:"), HasSubstr("number overflow parsing '7e888888'")));
+}
+
 TEST(SpeculationRounds, ErrorsAreLocated) {
   EXPECT_EQ(ParseError(R"({"draft": [1, 2], "target": [1], "draft_ms": 1, "verify_ms": 2})"),
             "rounds.jsonl:1:19: target: expected the target's token at each of the 2 drafted positions, got 1\n"

@@ -171,4 +171,27 @@ inline Events ParseEvents(const std::string& body) {
   return ev;
 }
 
+// Streams a completion on a raw socket until it holds a first event and `stop_after`
+// bytes (0: until the server closes it), then closes: a disconnect mid-stream.
+inline std::string RawStream(uint16_t port, const Json& body, size_t stop_after, const std::string& request_id = "") {
+  net::io_context io;
+  tcp::socket sock(io);
+  sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
+  req.set(http::field::host, "x");
+  if (!request_id.empty()) req.set("X-Request-Id", request_id);
+  req.body() = body.dump();
+  req.prepare_payload();
+  http::write(sock, req);
+  std::string got;
+  char buf[4096];
+  beast::error_code ec;
+  while (stop_after == 0 || got.find("data: ") == std::string::npos || got.size() < stop_after) {
+    const size_t n = sock.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf, n);
+  }
+  return got;
+}
+
 }  // namespace fleetplan::serve::testing

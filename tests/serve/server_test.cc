@@ -187,6 +187,9 @@ TEST(ServeBadInput, EveryEndpointAnswers4xxInOpenAIShapeAndKeepsServing) {
     }
     ExpectError(Fetch(p, http::verb::post, path, "{not json"), 400);
     ExpectError(Fetch(p, http::verb::post, path, "[1,2]"), 400);
+    // A number beyond a double's range is a syntax error, not an exception that stops
+    // the server.
+    ExpectError(Fetch(p, http::verb::post, path, R"({"model": "x", "max_tokens": 1e999})"), 400);
     ExpectError(Fetch(p, http::verb::post, path, std::string(5000, '[')), 413);
     Json j = good;
     j["model"] = "no-such-model";
@@ -229,6 +232,7 @@ TEST(ServeBadInput, EveryEndpointAnswers4xxInOpenAIShapeAndKeepsServing) {
   ExpectError(Post(p, "/v1/chat/completions", {{"model", kModel}, {"messages", {{{"content", "x"}}}}}), 400);
   ExpectError(Post(p, "/v1/load_lora_adapter", {{"lora_path", "/x"}}), 400, "lora_name");
   ExpectError(Fetch(p, http::verb::post, "/v1/load_lora_adapter", "nope"), 400);
+  ExpectError(Fetch(p, http::verb::post, "/v1/load_lora_adapter", R"({"lora_name": "a", "lora_path": "/a", "rank": 2e999})"), 400);
   ExpectError(Post(p, "/v1/unload_lora_adapter", {{"lora_name", "absent"}}), 404);
   ExpectError(Post(p, "/v1/requests/nothing/cancel", Json::object()), 404);
   ExpectError(Fetch(p, http::verb::post, "/metrics"), 405);
@@ -267,29 +271,6 @@ TEST(ServeIdempotency, LiveDuplicateIs409AndACompletedOneIsReplayed) {
   const std::string m = Get(s.port(), "/metrics").body;
   EXPECT_EQ(MetricValue(m, "fleetplan:idempotent_replays_total{"), 1);
   EXPECT_GE(MetricValue(m, "fleetplan:duplicate_request_conflicts_total{"), 1);
-}
-
-// A raw client that sends one streaming request and reads until `stop_after` bytes of
-// events have arrived (0: to the end).
-std::string RawStream(uint16_t port, const Json& body, size_t stop_after, const std::string& request_id = "") {
-  net::io_context io;
-  tcp::socket sock(io);
-  sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
-  req.set(http::field::host, "x");
-  if (!request_id.empty()) req.set("X-Request-Id", request_id);
-  req.body() = body.dump();
-  req.prepare_payload();
-  http::write(sock, req);
-  std::string got;
-  char buf[4096];
-  beast::error_code ec;
-  while (stop_after == 0 || got.find("data: ") == std::string::npos || got.size() < stop_after) {
-    const size_t n = sock.read_some(net::buffer(buf), ec);
-    if (ec) break;
-    got.append(buf, n);
-  }
-  return got;  // the socket closes here: a disconnect mid-stream
 }
 
 TEST(ServeCancellation, DisconnectsAndTheCancelRouteReturnKvToBaseline) {

@@ -35,6 +35,12 @@ Expected<std::string> PrettyJsonAtDepth(const Json& value, int depth);
 // REQUIRES: 1 <= digits <= 17.
 double RoundForReport(double v, int digits = 9);
 
+// Json::parse(text), except that a number beyond a double's range (`1e999`) is a
+// parse_error at its line and column like every other syntax error: nlohmann reports it
+// as out_of_range.406 with no position, which readers that catch parse_error would let
+// escape. Every reader that parses JSON with exceptions calls this.
+Json ParseJsonText(std::string_view text);
+
 // WriteOutputFile (core/output_file.h): "-" is stdout, a new or regular file is replaced
 // atomically, anything else is written through. Failure: "cannot write '<path>': <why>".
 Status WriteFileAtomic(const std::string& path, const std::string& text);

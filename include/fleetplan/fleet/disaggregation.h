@@ -81,6 +81,7 @@ class Disaggregation final : public FleetComponent {
     int64_t transfer_id = -1;     // on the prefill replica's link while moving
     int64_t transfer_tokens = 0;  // prompt tokens whose KV moves (the rest is cached there)
     bool fails = false;           // this attempt fails when it would complete (fault)
+    bool delayed = false;         // this attempt waits faults.kv_transfer.delay first
   };
   // Per replica (indexed by id; the queues and counters of serving replicas, the link of
   // prefill ones).

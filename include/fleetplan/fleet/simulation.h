@@ -14,6 +14,9 @@
 //           start) -> replica.Submit
 //   replica idle with work -> StartStep -> step done at its end -> FinishStep -> ...
 //   cancel -> components' ConsumeCancel (a handoff in the pools) or the replica's Cancel
+// A request pinned to a replica (Request::pinned_replica: the emulator's port) skips the
+// components' Route, and every router choice whose candidates include that replica
+// (RouteAmong) takes it without asking the router.
 //
 // Replica table. Every replica has a stable id (dense, in creation order, never reused)
 // and a lifecycle:
@@ -185,6 +188,7 @@ struct TransferEvent {
   SimTime end;
   int64_t bytes = 0;
   std::string_view outcome;  // "completed", "failed", "timeout", "cancelled"
+  bool delayed = false;      // a delay fault held it before it moved
 };
 class FleetObserver {
  public:
@@ -335,7 +339,8 @@ class Simulation final : public EventHandler {
   // The view of `replicas` as the router sees it (telemetry), without request beliefs.
   std::vector<ReplicaView> BuildView(const std::vector<int32_t>& replicas) const;
   // Asks the router of `set` to choose among `replicas` (non-empty); the decision names
-  // the replica itself and carries the matched prefix of the view.
+  // the replica itself and carries the matched prefix of the view. A request pinned to
+  // one of `replicas` gets it, and the router is not asked (its rotation stays).
   RouteDecision RouteAmong(RouterSet set, const std::vector<int32_t>& replicas, const Request& r);
   // Books the decision (router memory, figures, route info, components' OnRouted);
   // returns when the request may start there.

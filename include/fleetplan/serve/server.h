@@ -1,9 +1,14 @@
 // Server: `fleetplan serve`, an OpenAI-compatible engine emulator. Every replica of a
-// bound plan is one engine of the fleet kernel (fleet/simulation.h, push API), stepped in
-// real time and listening on its own port (port, port + 1, ...), so a gateway can route
-// among them as among vLLM pods.
+// bound plan is one engine of one fleet kernel (fleet/simulation.h, push API), stepped in
+// real time, and listens on its own port (port, port + 1, ... in replica order, pools in
+// file order), so a gateway can route among them as among vLLM pods. A request is pinned
+// to the replica of the port it reached (Request::pinned_replica): the fleet's router
+// never moves it. With prefill/decode pools, a request at a decode (or mixed) port is that
+// replica's to decode: the fleet's pools component picks a prefill replica, computes the
+// prompt there and moves the KV over the link (faults.kv_transfer apply), as
+// `simulate` does; a request at a prefill port runs whole there.
 //
-// Time. Each replica maps wall time to simulated time from its start: sim = (wall -
+// Time. The fleet maps wall time to simulated time from the server's start: sim = (wall -
 // origin) * speed. A step of simulated cost D that starts at simulated t ends at t + D,
 // that is D / speed of wall time after its simulated start; a request's arrival is the
 // simulated time of the moment its HTTP request was read. Output tokens leave when the
@@ -11,8 +16,8 @@
 // (wall now - wall of the event's simulated time) is exported in /metrics
 // (fleetplan:token_lateness_seconds).
 //
-// Threads. One I/O thread runs everything: the acceptors, every connection, and each
-// replica's engine clock (a timer armed at the wall time of the simulation's next
+// Threads. One I/O thread runs everything: the acceptors, every connection, and the
+// fleet's engine clock (a timer armed at the wall time of the simulation's next
 // event). Nothing blocks it: writes are asynchronous, each connection's output buffer is
 // capped (a full one pauses its stream; past the slow-client timeout the request is
 // cancelled), and the engine never waits for a client.
@@ -39,7 +44,7 @@ namespace fleetplan::serve {
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                       // replica i listens on port + i; 0: each takes an ephemeral port
-  std::optional<int64_t> replicas;       // overrides the plan's count
+  std::optional<int64_t> replicas;       // overrides the plan's count (mixed pools only)
   double speed = 1.0;                    // simulated seconds per wall second
   std::optional<int64_t> max_waiting;    // overrides engine.scheduler.max_waiting (0: unbounded)
   std::string served_model_name;         // default: the plan's model name
@@ -57,15 +62,18 @@ struct ServeOptions {
 
 class Server {
  public:
-  // Binds every replica's port. Errors: a plan with a prefill pool (kInvalidInput: only
-  // mixed replicas are emulated), a port that cannot be bound, a bad option.
+  // Binds every replica's port. The scenario's timed cache invalidations, replica losses
+  // and autoscaler are left out: the emulated fleet is its ports. Errors (kUsage): a bad
+  // option, `replicas` with prefill/decode pools (their counts are the scenario's);
+  // (kInvalidInput) a port that cannot be bound.
   static Expected<std::unique_ptr<Server>> Create(const FleetPlan& plan, const ServeOptions& options);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // The bound ports, in replica order.
+  // The bound ports and their replicas' pool roles, in replica order.
   std::vector<uint16_t> ports() const;
+  std::vector<PoolRole> roles() const;
   // Serves on the calling thread until Stop, SIGINT/SIGTERM (with handle_signals) or
   // exit_after. Returns an internal error if a replica's simulation failed.
   Status Run(bool handle_signals = false);

@@ -56,6 +56,10 @@ struct Request {
   std::optional<SimTime> cancel_at;  // absolute; the client gives up at this time
   int64_t session = -1;          // conversation id, -1 when not conversational
   int32_t turn = 0;              // turn within the session (0 = first)
+  // -1: the router chooses. Otherwise the replica this request was addressed to (an
+  // emulator's port): every routing choice whose candidates include it takes it, and the
+  // others (a prefill replica for its prompt) are the router's.
+  int32_t pinned_replica = -1;
 
   int64_t prompt_tokens() const {
     int64_t n = 0;
