@@ -62,6 +62,26 @@ constexpr const char* kSmallWorkload =
 
 class Hardening : public testing::TempFolderTest {
  protected:
+  // One bad input file and the verb that reads it.
+  struct FileCase {
+    std::string name;
+    std::string file;
+    std::string text;
+    std::vector<std::string> args;  // the file's path is appended (a run directory's, for run/meta.json)
+    std::string expected;           // in the error message
+  };
+  // Each case exits 3 (invalid input) with `expected` in its message.
+  void ExpectInvalidInput(const std::vector<FileCase>& cases) {
+    for (const FileCase& c : cases) {
+      std::string path = Write(c.file, c.text);
+      if (c.file == "run/meta.json") path = Path("run");
+      std::vector<std::string> args = c.args;
+      args.push_back(path);
+      const CliRun r = Fleetplan(args);
+      EXPECT_EQ(r.code, 3) << c.name << "\n" << r.err;
+      EXPECT_THAT(r.err, HasSubstr(c.expected)) << c.name;
+    }
+  }
   std::vector<std::string> Listing() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
@@ -78,45 +98,31 @@ TEST_F(Hardening, C1_DeepJsonNestingIsALocatedError) {
   const std::string deep = Deep(50'000);
   const std::string header =
       R"({"adapters":[],"classes":["c"],"format":"fleetplan-trace","source":{},"tenants":[],"version":1})";
-  struct Case {
-    std::string name;
-    std::string file;
-    std::string text;
-    std::vector<std::string> args;  // the file's path is appended
-    // The record readers check each field's type before descending into it, so a deep
-    // value in a typed field is a type error at the field (located, exit 3) before depth
-    // matters; the depth limit itself is pinned in tests/metrics/json_cursor_test.cc.
-    std::string expected = "nested more than 64 deep";
-  };
-  const std::vector<Case> cases = {
+  // The record readers check each field's type before descending into it, so a deep
+  // value in a typed field is a type error at the field (located, exit 3) before depth
+  // matters; the depth limit itself is pinned in tests/metrics/json_cursor_test.cc.
+  const std::string limit = "nested more than 64 deep";
+  const std::vector<FileCase> cases = {
       {"fleetplan trace row", "row.jsonl",
        header + "\n" + R"({"arrival_ns":0,"class":"c","id":0,"output_tokens":1,"priority":0,"prompt":)" + deep + "}\n",
-       {"trace", "stats"}},
+       {"trace", "stats"}, limit},
       {"fleetplan trace header", "header.jsonl",
-       R"({"format":"fleetplan-trace","version":1,"source":)" + deep + "}\n", {"trace", "stats"}},
+       R"({"format":"fleetplan-trace","version":1,"source":)" + deep + "}\n", {"trace", "stats"}, limit},
       {"mooncake row", "mooncake.jsonl",
        R"({"timestamp":0,"input_length":1,"output_length":1,"hash_ids":)" + deep + "}\n",
-       {"trace", "convert", "--format", "mooncake", "-o", Path("out.jsonl")}},
+       {"trace", "convert", "--format", "mooncake", "-o", Path("out.jsonl")}, limit},
       {"fleetplan records", "records.jsonl", R"({"id":0,"class":)" + deep + "}\n",
        {"report", "--format", "fleetplan", "--records"}, "records.jsonl:1:17: class: expected a string, got an array"},
       {"llmservingsim records", "lss.jsonl", R"({"request_id":)" + deep + "}\n",
        {"report", "--format", "llmservingsim", "--records"}, "lss.jsonl:1:15: request_id: expected a string or integer"},
-      {"vllm-bench result", "bench.json", R"({"ttfts":)" + deep + "}\n", {"report", "--format", "vllm-bench", "--records"}},
-      {"scenario YAML", "scenario.yaml", "version: 1\nmodel: " + deep + "\n", {"simulate", "--quiet"}},
-      {"cluster YAML", "cluster.yaml", "racks: " + deep + "\n", {"layout", "--model", "llama-3.1-8b", "--cluster"}},
+      {"vllm-bench result", "bench.json", R"({"ttfts":)" + deep + "}\n", {"report", "--format", "vllm-bench", "--records"}, limit},
+      {"scenario YAML", "scenario.yaml", "version: 1\nmodel: " + deep + "\n", {"simulate", "--quiet"}, limit},
+      {"cluster YAML", "cluster.yaml", "racks: " + deep + "\n", {"layout", "--model", "llama-3.1-8b", "--cluster"}, limit},
       {"catalog YAML", "catalog.yaml", "models: " + deep + "\n",
-       {"fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80g", "--catalog"}},
-      {"run directory meta.json", "run/meta.json", R"({"model":)" + deep + "}\n", {"validate"}},
+       {"fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80g", "--catalog"}, limit},
+      {"run directory meta.json", "run/meta.json", R"({"model":)" + deep + "}\n", {"validate"}, limit},
   };
-  for (const Case& c : cases) {
-    std::string path = Write(c.file, c.text);
-    if (c.file == "run/meta.json") path = Path("run");
-    std::vector<std::string> args = c.args;
-    args.push_back(path);
-    const CliRun r = Fleetplan(args);
-    EXPECT_EQ(r.code, 3) << c.name << "\n" << r.err;
-    EXPECT_THAT(r.err, HasSubstr(c.expected)) << c.name;
-  }
+  ExpectInvalidInput(cases);
   // A trace replayed by a scenario (simulate crashed too).
   Write("deep-trace.jsonl", cases[0].text);
   const std::string scenario =
@@ -134,14 +140,8 @@ TEST_F(Hardening, C1_DeepJsonNestingIsALocatedError) {
 TEST_F(Hardening, C1_NumberBeyondADoubleInJsonIsALocatedError) {
   const std::string header =
       R"({"adapters":[],"classes":["c"],"format":"fleetplan-trace","source":{},"tenants":[],"version":1})";
-  struct Case {
-    std::string name;
-    std::string file;
-    std::string text;
-    std::vector<std::string> args;  // the file's path is appended
-    std::string where;              // file:line: of the error
-  };
-  const std::vector<Case> cases = {
+  // Each error is located at the number's line.
+  const std::vector<FileCase> cases = {
       {"fleetplan trace row", "row.jsonl",
        header + "\n" + R"({"arrival_ns":1e999,"class":"c","id":0,"output_tokens":1,"priority":0,"prompt":[]})" + "\n",
        {"trace", "stats"}, "row.jsonl:2:"},
@@ -153,15 +153,7 @@ TEST_F(Hardening, C1_NumberBeyondADoubleInJsonIsALocatedError) {
        {"gate", "speculation", "--ordinary", "8ms"}, "rounds.jsonl:1:"},
       {"run directory meta.json", "run/meta.json", "{\n  \"duration_s\": 1e999\n}\n", {"validate"}, "meta.json:2:"},
   };
-  for (const Case& c : cases) {
-    std::string path = Write(c.file, c.text);
-    if (c.file == "run/meta.json") path = Path("run");
-    std::vector<std::string> args = c.args;
-    args.push_back(path);
-    const CliRun r = Fleetplan(args);
-    EXPECT_EQ(r.code, 3) << c.name << "\n" << r.err;
-    EXPECT_THAT(r.err, HasSubstr(c.where)) << c.name;
-  }
+  ExpectInvalidInput(cases);
 }
 
 // Every time scaling x overflow: a replay speed that pushes an arrival past the
