@@ -403,7 +403,8 @@ void Disaggregation::AfterFailedAttempt(RequestId id, SimTime now) {
   handoffs_.erase(id);
   if (c.reject_on_failure) {
     ++stages_.rejections;
-    sim_.EndInFleet(r, serving, RequestStatus::kRejected, now, fmt::format("its KV transfer failed {} attempt{}", attempts, attempts == 1 ? "" : "s"));
+    sim_.EndInFleet(r, serving, RequestStatus::kRejected, now,
+                    fmt::format("its KV transfer failed {} attempt{}", attempts, attempts == 1 ? "" : "s"));
   } else {
     ++stages_.recomputations;
     sim_.SubmitTo(serving, r, now, /*schedule_cancel=*/false);  // its cancel is already queued

@@ -391,15 +391,16 @@ void Simulation::RouteRequest(const Request& r, SimTime now) {
     return;
   }
   std::optional<RouteDecision> d;
+  const bool pinned = r.pinned_replica >= 0;  // then it is not the components' to place
   for (const auto& c : components_) {
-    if (r.pinned_replica >= 0) break;  // a pinned request is not the components' to place
+    if (pinned) break;
     d = c->Route(r, now);
     if (d) break;
   }
   if (!d) {
     // One replica decides nothing (and its router keeps no rotation to advance).
-    d = table_.size() > 1 || r.pinned_replica >= 0 ? RouteAmong(RouterSet::kServing, ready_serving_, r)
-                                                    : RouteDecision{ready_serving_[0], 0, {}, {}, 0};
+    d = table_.size() > 1 || pinned ? RouteAmong(RouterSet::kServing, ready_serving_, r)
+                                    : RouteDecision{ready_serving_[0], 0, {}, {}, 0};
   }
   AfterRoute(r, *d, now);
 }
