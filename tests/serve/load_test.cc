@@ -1,6 +1,7 @@
 // The emulator under load over loopback: token timing at 100 concurrent streams against
 // the simulated schedule, and 10,000 cancellations mid-stream back to baseline.
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -25,14 +26,47 @@ double TimerWakeP99Seconds() {
   return late[late.size() * 99 / 100];
 }
 
-// The timing target, not met yet: on an idle 2-core machine 93.5–98.6% of tokens
-// at 100 streams are within 2 ms (max 2.8–4.5 ms), so the test is disabled rather than
-// red. Run it with --gtest_also_run_disabled_tests; enable it when the target is met.
-TEST(ServeTiming, DISABLED_HundredStreamsEmitWithin2msOfTheSimulatedScheduleAtP99) {
+// The smaller share of a core that each of two threads gets while both spin for 100 ms:
+// the test's server and client need both cores, and other processes' work shows here
+// even where a sleeping thread still wakes on time (it is scheduled first on waking).
+double TwoThreadCoreShare() {
+  auto spin = [] {
+    const auto start = std::chrono::steady_clock::now();
+    timespec cpu0{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100)) {
+    }
+    timespec cpu1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    const double cpu =
+        static_cast<double>(cpu1.tv_sec - cpu0.tv_sec) + 1e-9 * static_cast<double>(cpu1.tv_nsec - cpu0.tv_nsec);
+    return cpu / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  double other = 0;
+  std::thread t([&] { other = spin(); });
+  const double mine = spin();
+  t.join();
+  return std::min(mine, other);
+}
+
+// The real-time bound is a claim of an optimised build on CPUs it has to itself: the
+// suite is named *Alone, so ctest runs it once, with nothing beside it (RUN_SERIAL,
+// tests/serve/CMakeLists.txt), and it skips itself, saying why, where the claim does
+// not apply. On the 2-core VM with two fuzzers at nice 19, the release and relassert
+// builds put p99 at 0.70–0.97 ms and the latest token at 0.83–1.27 ms (7 runs).
+TEST(ServeTimingAlone, HundredStreamsEmitWithin2msOfTheSimulatedScheduleAtP99) {
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an unoptimised or sanitized build writes a token several times slower than a release build "
+                  "(ASan: p99 6–9 ms here); the 2 ms bound is checked in the relassert and release builds";
+#endif
   const double floor = TimerWakeP99Seconds();
   if (floor > 0.001) {
     GTEST_SKIP() << "the machine is too loaded to check a 2 ms bound: a bare 1 ms sleep wakes " << floor * 1000
                  << " ms late at p99 (other processes hold the CPUs)";
+  }
+  if (const double share = TwoThreadCoreShare(); share < 0.9) {
+    GTEST_SKIP() << "the machine is too loaded to check a 2 ms bound: two busy threads got only " << share * 100
+                 << "% of a core each (other processes hold the CPUs)";
   }
   ServeOptions o;
   o.speed = 1;
@@ -47,8 +81,8 @@ TEST(ServeTiming, DISABLED_HundredStreamsEmitWithin2msOfTheSimulatedScheduleAtP9
   const double total = MetricValue(m, "fleetplan:token_lateness_seconds_count" + kLabels + "}");
   const double within = MetricValue(m, "fleetplan:token_lateness_seconds_bucket" + kLabels + ",le=\"0.002\"}");
   EXPECT_EQ(total, 100 * 60);
-  EXPECT_GE(within / total, 0.99) << "p99 token lateness above 2 ms: " << within << " of " << total
-                                  << " within (max " << MetricValue(m, "fleetplan:token_lateness_max_seconds{") << " s)";
+  EXPECT_GE(within / total, 0.99) << "p99 token lateness above 2 ms: " << within << " of " << total << " within (max "
+                                  << MetricValue(m, "fleetplan:token_lateness_max_seconds{") << " s)";
 }
 
 TEST(ServeLoad, TenThousandCancellationsMidStreamLeaveNoBlocksOrRequests) {
@@ -59,9 +93,12 @@ TEST(ServeLoad, TenThousandCancellationsMidStreamLeaveNoBlocksOrRequests) {
   // (4 s) an ASan build on a busy machine let 4,576 of them finish first.
   o.speed = 2;
   RunningServer s(SmallScenario(/*max_running=*/512), o);
-  const std::string body = Json{{"model", "llama-3.1-8b"}, {"prompt", std::string(600, 'p')}, {"max_tokens", 4000},
-                                {"ignore_eos", true}, {"stream", true}}
-                               .dump();
+  const std::string body = Json{
+      {"model", "llama-3.1-8b"},
+      {"prompt", std::string(600, 'p')},
+      {"max_tokens", 4000},
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
   int64_t dropped = 0;
   for (int round = 0; round < 5; ++round) {
     const StreamLoadResult r = StreamLoad::Run(s.port(), body, 2000, /*cancel_after_first=*/true);
@@ -78,7 +115,9 @@ TEST(ServeLoad, TenThousandCancellationsMidStreamLeaveNoBlocksOrRequests) {
   EXPECT_EQ(MetricValue(m, "fleetplan:client_disconnect_cancellations_total{"), 10000);
   EXPECT_EQ(MetricValue(m, "vllm:request_success_total" + kLabels + ",finished_reason=\"abort\"}"), 10000);
   // And it still serves.
-  EXPECT_EQ(Post(s.port(), "/v1/completions", {{"model", "llama-3.1-8b"}, {"prompt", "after"}, {"max_tokens", 3}}).status, 200);
+  EXPECT_EQ(
+      Post(s.port(), "/v1/completions", {{"model", "llama-3.1-8b"}, {"prompt", "after"}, {"max_tokens", 3}}).status,
+      200);
 }
 
 }  // namespace
