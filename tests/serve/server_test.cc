@@ -273,6 +273,35 @@ TEST(ServeIdempotency, LiveDuplicateIs409AndACompletedOneIsReplayed) {
   EXPECT_GE(MetricValue(m, "fleetplan:duplicate_request_conflicts_total{"), 1);
 }
 
+// A streamed answer under a key is kept whole (role, tokens, usage, [DONE]) and replayed
+// byte for byte; without a key nothing is kept and the same request runs again.
+TEST(ServeIdempotency, AStreamedAnswerIsReplayedWholeOnlyUnderItsKey) {
+  RunningServer s(SmallScenario(), Fast(20));
+  const Json req = {{"model", kModel},
+                    {"messages", {{{"role", "user"}, {"content", "idem"}}}},
+                    {"max_tokens", 12},
+                    {"ignore_eos", true},
+                    {"stream", true},
+                    {"stream_options", {{"include_usage", true}}}};
+  const std::map<std::string, std::string> key = {{"X-Request-Id", "stream-1"}};
+  const Reply first = Post(s.port(), "/v1/chat/completions", req, key);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_TRUE(ParseEvents(first.body).done);
+  const Reply again = Post(s.port(), "/v1/chat/completions", req, key);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.body, first.body);
+  EXPECT_EQ(again.headers.at("x-idempotent-replay"), "true");
+  for (int i = 0; i < 2; ++i) {
+    const Reply plain = Post(s.port(), "/v1/chat/completions", req);
+    ASSERT_EQ(plain.status, 200) << plain.body;
+    EXPECT_EQ(plain.headers.count("x-idempotent-replay"), 0u);
+    EXPECT_TRUE(ParseEvents(plain.body).done);
+  }
+  const std::string m = WaitForBaseline(s.port());
+  EXPECT_EQ(MetricValue(m, "fleetplan:idempotent_replays_total{"), 1);
+  EXPECT_EQ(MetricValue(m, "vllm:generation_tokens_total{"), 3 * 12);  // the replay generated nothing
+}
+
 TEST(ServeCancellation, DisconnectsAndTheCancelRouteReturnKvToBaseline) {
   RunningServer s(SmallScenario(), Fast(2));
   const Json body = {{"model", kModel}, {"prompt", std::string(2000, 'a')}, {"max_tokens", 2000}, {"ignore_eos", true},
