@@ -30,17 +30,6 @@ std::string LocationPrefix(const SourceLocation& where) {
   return out;
 }
 
-// Byte offsets where each code point of `line` starts.
-std::vector<std::size_t> CodePointStarts(std::string_view line) {
-  std::vector<std::size_t> starts;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    if (!utf8::IsContinuation(line[i])) starts.push_back(i);
-  }
-  return starts;
-}
-
-// The source line (or a window of it around the caret) and the pad that puts a caret
-// under `column`. Tabs are copied into the pad so the caret lines up.
 // `text` with every byte that is not part of valid UTF-8 replaced by '?' (and, when
 // `control` is set, control characters other than tab too), so that a message built from
 // whatever an input held stays valid UTF-8 and keeps the terminal sane.
@@ -67,10 +56,13 @@ struct Snippet {
   std::string pad;
 };
 
+// The source line (or a window of it around the caret) and the pad that puts a caret
+// under `column`, in code points; a code point starts at every byte that is not a UTF-8
+// continuation byte. The line is walked, not indexed: a reader may format many errors on
+// one long line (a flow sequence of thousands of values), and storing every start cost an
+// allocation per byte of the line each time.
 Snippet MakeSnippet(std::string_view line, int column) {
-  const std::vector<std::size_t> starts = CodePointStarts(line);
-  const std::size_t n = starts.size();
-  const auto at = [&](std::size_t cp) { return cp < n ? starts[cp] : line.size(); };
+  const std::size_t n = utf8::CountCodePoints(line);
   // Caret index in code points, clamped to one past the end of the line.
   const std::size_t caret = std::min(static_cast<std::size_t>(std::max(column, 1) - 1), n);
   const auto max_chars = static_cast<std::size_t>(kMaxSnippetChars);
@@ -86,11 +78,23 @@ Snippet MakeSnippet(std::string_view line, int column) {
     s.shown = "...";
     s.pad = "   ";
   }
-  s.shown += ShowSafely(line.substr(at(begin), at(end) - at(begin)), /*control=*/true);
-  if (end < n) s.shown += "...";
-  for (std::size_t cp = begin; cp < caret; ++cp) {
-    s.pad += line[at(cp)] == '\t' ? '\t' : ' ';
+  // Byte offsets of code points `begin` and `end` (line.size() past the last), and the
+  // pad for the code points before the caret: tabs are copied so the caret lines up.
+  std::size_t begin_byte = line.size();
+  std::size_t end_byte = line.size();
+  std::size_t cp = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (utf8::IsContinuation(line[i])) continue;
+    if (cp == begin) begin_byte = i;
+    if (cp == end) {
+      end_byte = i;
+      break;
+    }
+    if (cp >= begin && cp < caret) s.pad += line[i] == '\t' ? '\t' : ' ';
+    ++cp;
   }
+  s.shown += ShowSafely(line.substr(begin_byte, end_byte - begin_byte), /*control=*/true);
+  if (end < n) s.shown += "...";
   return s;
 }
 

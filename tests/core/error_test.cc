@@ -1,10 +1,13 @@
 // core/error.h: the located-error format (pinned text), value quoting, did-you-mean.
 #include "fleetplan/core/error.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "fleetplan/core/rng.h"
 
 namespace fleetplan {
 namespace {
@@ -124,6 +127,57 @@ TEST(FormatLocatedErrorTest, LongLinesAreWindowedAroundTheCaret) {
   EXPECT_EQ(FormatLocatedError({"f", 1, 250, line}, "", "bad"),
             "f:1:250: bad\n    1 | ..." + line.substr(140) + "\n      | " +
                 std::string(3 + 249 - 140, ' ') + "^\n");
+}
+
+// The snippet as the format defines it, computed the plain way: the byte offset of every
+// code point (every byte that is not a UTF-8 continuation byte), a window of
+// kMaxSnippetChars of them around the caret, and a pad that copies tabs.
+std::string ReferenceSnippet(const std::string& line, int column) {
+  const std::string head = "f:1:" + std::to_string(column) + ": bad";
+  if (line.empty()) return head;  // nothing to show
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0u) != 0x80u) starts.push_back(i);
+  }
+  const size_t n = starts.size();
+  const auto at = [&](size_t cp) { return cp < n ? starts[cp] : line.size(); };
+  const size_t caret = std::min(static_cast<size_t>(std::max(column, 1) - 1), n);
+  const size_t max_chars = kMaxSnippetChars;
+  size_t begin = 0;
+  size_t end = n;
+  if (n > max_chars) {
+    begin = caret > max_chars / 2 ? caret - max_chars / 2 : 0;
+    end = std::min(n, begin + max_chars);
+    begin = end - max_chars;
+  }
+  std::string shown = begin > 0 ? "..." : "";
+  std::string pad = begin > 0 ? "   " : "";
+  shown += line.substr(at(begin), at(end) - at(begin));
+  if (end < n) shown += "...";
+  for (size_t cp = begin; cp < caret; ++cp) pad += line[at(cp)] == '\t' ? '\t' : ' ';
+  return head + "\n    1 | " + shown + "\n      | " + pad + "^\n";
+}
+
+// Long lines of one- to three-byte characters and tabs, carets anywhere (past the end
+// too): the walked window equals the plain computation.
+TEST(FormatLocatedErrorTest, LongLineWindowsMatchThePlainComputation) {
+  const std::vector<std::string> pieces = {"a", "7", "\t", "\xC3\xA9", "\xE4\xB8\xAD", ","};
+  RngStream rng(7, "snippet-windows");
+  for (int round = 0; round < 2000; ++round) {
+    std::string line;
+    const auto length = static_cast<int>(rng.NextBelow(420));
+    for (int i = 0; i < length; ++i) line += pieces[rng.NextBelow(pieces.size())];
+    const int column = 1 + static_cast<int>(rng.NextBelow(static_cast<uint64_t>(length) + 40));
+    ASSERT_EQ(FormatLocatedError({"f", 1, column, line}, "", "bad"), ReferenceSnippet(line, column))
+        << "round " << round << ", column " << column;
+  }
+}
+
+TEST(FormatLocatedErrorTest, AStrayContinuationByteBeforeTheFirstCharacterIsNotShown) {
+  EXPECT_EQ(FormatLocatedError({"f", 1, 2, "\x80" "abc"}, "", "bad"),
+            "f:1:2: bad\n"
+            "    1 | abc\n"
+            "      |  ^\n");
 }
 
 TEST(LocatedErrorTest, IsInvalidInputWithTheFormattedText) {
