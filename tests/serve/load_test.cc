@@ -1,9 +1,13 @@
 // The emulator under load over loopback: token timing at 100 concurrent streams against
 // the simulated schedule, and 10,000 cancellations mid-stream back to baseline.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include "serve/serve_harness.h"
 #include "serve/stream_client.h"
@@ -49,11 +53,47 @@ double TwoThreadCoreShare() {
   return std::min(mine, other);
 }
 
+// CPU time the machine withheld from the server: what the process's threads other than
+// the main one (the client) spent runnable but waiting for a CPU (run_delay,
+// /proc/self/task/*/schedstat), and what the hypervisor ran in this VM's place (steal,
+// /proc/stat, counted in 10 ms ticks). Cumulative seconds; a difference spans a run.
+struct WithheldCpu {
+  double run_queue = 0;
+  double steal = 0;
+
+  static WithheldCpu Now() {
+    WithheldCpu w;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+      if (task.path().filename() == std::to_string(getpid())) continue;
+      std::ifstream in(task.path() / "schedstat");
+      uint64_t on_cpu = 0, waiting = 0;
+      if (in >> on_cpu >> waiting) w.run_queue += 1e-9 * static_cast<double>(waiting);
+    }
+    std::ifstream stat("/proc/stat");
+    std::string cpu;
+    uint64_t field[8] = {};  // user nice system idle iowait irq softirq steal
+    if (stat >> cpu && cpu == "cpu") {
+      for (uint64_t& f : field) stat >> f;
+      w.steal = static_cast<double>(field[7]) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    return w;
+  }
+  WithheldCpu Since(const WithheldCpu& before) const { return {run_queue - before.run_queue, steal - before.steal}; }
+  // Any stolen tick, or 2 ms of waiting for a CPU: enough to put a whole step's tokens
+  // past the bound. Idle here, runs show 0 steal and 0–1 ms of waiting.
+  bool Noticeable() const { return steal > 0 || run_queue >= 0.002; }
+};
+
 // The real-time bound is a claim of an optimised build on CPUs it has to itself: the
 // suite is named *Alone, so ctest runs it once, with nothing beside it (RUN_SERIAL,
 // tests/serve/CMakeLists.txt), and it skips itself, saying why, where the claim does
-// not apply. On the 2-core VM with two fuzzers at nice 19, the release and relassert
-// builds put p99 at 0.70–0.97 ms and the latest token at 0.83–1.27 ms (7 runs).
+// not apply: before the run when the machine is visibly busy, and after a run that
+// missed the bound while the machine withheld CPU from the server. On this 2-core VM a
+// run with no steal put 99.96–100% of 30,000 tokens within 2 ms (latest 1.5–2.3 ms, 9
+// runs); runs that lost 20–150 ms to the hypervisor put 96.1–99.2% within (latest
+// 3.6–8.1 ms, 7 runs).
+// 300 steps keep one short stall (at most 100 tokens) from deciding the p99 alone.
 TEST(ServeTimingAlone, HundredStreamsEmitWithin2msOfTheSimulatedScheduleAtP99) {
 #if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "an unoptimised or sanitized build writes a token several times slower than a release build "
@@ -68,21 +108,38 @@ TEST(ServeTimingAlone, HundredStreamsEmitWithin2msOfTheSimulatedScheduleAtP99) {
     GTEST_SKIP() << "the machine is too loaded to check a 2 ms bound: two busy threads got only " << share * 100
                  << "% of a core each (other processes hold the CPUs)";
   }
+  constexpr int kStreams = 100;
+  constexpr int kTokens = 300;
   ServeOptions o;
   o.speed = 1;
   RunningServer s(SmallScenario(), o);
-  const std::string body =
-      Json{{"model", "llama-3.1-8b"}, {"prompt", "timing"}, {"max_tokens", 60}, {"ignore_eos", true}, {"stream", true}}
-          .dump();
-  const StreamLoadResult r = StreamLoad::Run(s.port(), body, 100, /*cancel_after_first=*/false);
-  EXPECT_EQ(r.completed, 100);
+  const std::string body = Json{
+      {"model", "llama-3.1-8b"},
+      {"prompt", "timing"},
+      {"max_tokens", kTokens},
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
+  const WithheldCpu before = WithheldCpu::Now();
+  const StreamLoadResult r = StreamLoad::Run(s.port(), body, kStreams, /*cancel_after_first=*/false);
+  const WithheldCpu lost = WithheldCpu::Now().Since(before);
+  EXPECT_EQ(r.completed, kStreams);
   EXPECT_EQ(r.failed, 0);
   const std::string m = Get(s.port(), "/metrics").body;
   const double total = MetricValue(m, "fleetplan:token_lateness_seconds_count" + kLabels + "}");
   const double within = MetricValue(m, "fleetplan:token_lateness_seconds_bucket" + kLabels + ",le=\"0.002\"}");
-  EXPECT_EQ(total, 100 * 60);
-  EXPECT_GE(within / total, 0.99) << "p99 token lateness above 2 ms: " << within << " of " << total << " within (max "
-                                  << MetricValue(m, "fleetplan:token_lateness_max_seconds{") << " s)";
+  EXPECT_EQ(total, kStreams * kTokens);
+  const std::string measured = fmt::format(
+      "{} of {} tokens within 2 ms, latest {:.2f} ms; the machine withheld {:.2f} ms of run-queue wait "
+      "and {:.0f} ms of steal",
+      within, total, 1e3 * MetricValue(m, "fleetplan:token_lateness_max_seconds{"), 1e3 * lost.run_queue,
+      1e3 * lost.steal);
+  RecordProperty("measured", measured);
+  if (within / total < 0.99 && lost.Noticeable()) {
+    GTEST_SKIP() << "the machine withheld CPU from the server during the run, so a missed 2 ms bound says nothing "
+                    "of the emulator: "
+                 << measured;
+  }
+  EXPECT_GE(within / total, 0.99) << "p99 token lateness above 2 ms: " << measured;
 }
 
 TEST(ServeLoad, TenThousandCancellationsMidStreamLeaveNoBlocksOrRequests) {
