@@ -1,14 +1,43 @@
 #include "core/utf8.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace fleetplan::utf8 {
 
+namespace {
+
+// ASCII runs are skipped a word at a time: files, traces and error snippets are nearly all
+// ASCII, and these scans run over whole files (the encoding check) and long lines.
+constexpr std::size_t kWord = sizeof(uint64_t);
+constexpr uint64_t kHighBits = 0x8080808080808080ULL;
+
+// The end of the run of ASCII bytes at `i`, to a whole word: the first word at or after
+// `i` that holds a byte >= 0x80, or the last whole word's end.
+std::size_t SkipAsciiWords(std::string_view text, std::size_t i) {
+  while (i + kWord <= text.size()) {
+    uint64_t word = 0;
+    std::memcpy(&word, text.data() + i, kWord);
+    if ((word & kHighBits) != 0) break;
+    i += kWord;
+  }
+  return i;
+}
+
+}  // namespace
+
 std::size_t CountCodePoints(std::string_view text) {
   std::size_t n = 0;
-  for (char c : text) {
-    if (!IsContinuation(c)) ++n;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t ascii_end = SkipAsciiWords(text, i);
+    n += ascii_end - i;
+    i = ascii_end;
+    if (i < text.size()) {
+      if (!IsContinuation(text[i])) ++n;
+      ++i;
+    }
   }
   return n;
 }
@@ -49,7 +78,7 @@ std::size_t SequenceLength(std::string_view text, std::size_t i) {
 
 std::size_t FindInvalid(std::string_view text) {
   std::size_t i = 0;
-  while (i < text.size()) {
+  while ((i = SkipAsciiWords(text, i)) < text.size()) {
     const std::size_t len = SequenceLength(text, i);
     if (len == 0) return i;
     i += len;
