@@ -12,21 +12,34 @@
 //                 share of tokens within 2 ms and 5 ms. The engine's max_running
 //                 (--max-running, default 4096: every stream in one decode step) sets
 //                 how many tokens one step emits at once.
+//   floor         the same lateness with no emulator and no HTTP: one thread writes one
+//                 token's chunk (the emulator's own bytes) to each of N plain loopback
+//                 TCP connections once per decode step of the lateness scenario (10 ms +
+//                 5 us per stream), and the main thread reads them all. It is
+//                 what the kernel's sends alone cost one thread on this machine, so no
+//                 one-I/O-thread server can do better than it.
 //
-// Usage: serve_bench [--open N] [--throughput N] [--lateness N] [--max-running N]
-//        (defaults 10000 2000 2000 4096)
+// Usage: serve_bench [--open N] [--throughput N] [--lateness N] [--max-running N] [--floor N]
+//        (defaults 10000 2000 2000 4096 2000)
 // Not a Google Benchmark: each figure is one timed scenario. Progress goes to stderr.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spawn.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "../tests/serve/stream_client.h"
 #include "fleetplan/core/json.h"
@@ -124,12 +137,134 @@ std::string Body(int max_tokens) {
       .dump();
 }
 
+// One streamed token as the emulator writes it (an HTTP chunk holding one SSE event).
+const std::string kTokenChunk =
+    "c5\r\ndata: {\"id\":\"cmpl-000000001\",\"object\":\"text_completion\",\"created\":1796565397,"
+    "\"model\":\"llama-3.1-8b\",\"choices\":[{\"index\":0,\"text\":\" will\",\"logprobs\":null,"
+    "\"finish_reason\":null,\"stop_reason\":null}]}\n\n\r\n";
+
+struct FloorResult {
+  double p50_ms = 0, p99_ms = 0, max_ms = 0;
+  double write_us = 0;  // mean time of one write(2), the loop's cost per token
+  double cpu_us = 0;    // CPU time (user + system, both threads) per token written and read
+  std::string error;
+};
+
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
+// `n` connected loopback pairs: first the accepted (writing) ends, then the connecting
+// (reading, non-blocking) ends. Empty on failure.
+std::pair<std::vector<int>, std::vector<int>> LoopbackPairs(int n) {
+  std::vector<int> writers, readers;
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(listener, 128) != 0 || getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return {};
+  }
+  for (int i = 0; i < n; ++i) {
+    const int r = socket(AF_INET, SOCK_STREAM, 0);
+    if (r < 0 || connect(r, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) break;
+    const int w = accept(listener, nullptr, nullptr);
+    if (w < 0) break;
+    const int one = 1;
+    setsockopt(w, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as the emulator sets it
+    fcntl(r, F_SETFL, fcntl(r, F_GETFL) | O_NONBLOCK);
+    readers.push_back(r);
+    writers.push_back(w);
+  }
+  close(listener);
+  return {writers, readers};
+}
+
+FloorResult LoopbackFloor(int n, int rounds) {
+  FloorResult out;
+  auto [writers, readers] = LoopbackPairs(n);
+  if (static_cast<int>(writers.size()) != n) {
+    for (int fd : writers) close(fd);
+    for (int fd : readers) close(fd);
+    out.error = fmt::format("could open only {} of {} loopback connections", writers.size(), n);
+    return out;
+  }
+  const int ep = epoll_create1(0);
+  for (int fd : readers) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  }
+  const double cpu_before = ProcessCpuSeconds();
+  std::vector<int64_t> late_ns;
+  late_ns.reserve(static_cast<size_t>(n) * static_cast<size_t>(rounds));
+  int64_t write_ns = 0;
+  std::atomic<bool> write_failed{false}, writer_done{false};
+  std::thread writer([&] {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now() + std::chrono::milliseconds(20);
+    const auto step =
+        std::chrono::milliseconds(10) + std::chrono::microseconds(5) * n;  // the bench scenario's decode step
+    for (int r = 0; r < rounds && !write_failed; ++r) {
+      const Clock::time_point due = start + step * r;
+      std::this_thread::sleep_until(due);
+      const Clock::time_point begin = Clock::now();
+      for (int fd : writers) {
+        late_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - due).count());
+        if (write(fd, kTokenChunk.data(), kTokenChunk.size()) != static_cast<ssize_t>(kTokenChunk.size())) {
+          write_failed = true;
+          break;
+        }
+      }
+      write_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - begin).count();
+    }
+    writer_done = true;
+  });
+  const int64_t expected = static_cast<int64_t>(kTokenChunk.size()) * n * rounds;
+  int64_t received = 0;
+  std::vector<epoll_event> ready(1024);
+  char buf[65536];
+  while (received < expected && !write_failed) {
+    const int k = epoll_wait(ep, ready.data(), static_cast<int>(ready.size()), 1000);
+    if (k == 0 && writer_done) break;  // everything written, nothing more arrives
+    for (int i = 0; i < k; ++i) {
+      for (ssize_t got; (got = read(ready[static_cast<size_t>(i)].data.fd, buf, sizeof buf)) > 0;) received += got;
+    }
+  }
+  writer.join();
+  const double cpu_seconds = ProcessCpuSeconds() - cpu_before;
+  if (write_failed) out.error = "a write was short or failed";
+  if (received < expected && out.error.empty()) out.error = fmt::format("read {} of {} bytes", received, expected);
+  close(ep);
+  for (int fd : writers) close(fd);
+  for (int fd : readers) close(fd);
+  if (late_ns.empty()) return out;
+  std::sort(late_ns.begin(), late_ns.end());
+  const auto at = [&](double q) {
+    return static_cast<double>(late_ns[static_cast<size_t>(q * static_cast<double>(late_ns.size() - 1))]) / 1e6;
+  };
+  out.p50_ms = at(0.5);
+  out.p99_ms = at(0.99);
+  out.max_ms = static_cast<double>(late_ns.back()) / 1e6;
+  out.write_us = static_cast<double>(write_ns) / static_cast<double>(late_ns.size()) / 1e3;
+  out.cpu_us = cpu_seconds / static_cast<double>(late_ns.size()) * 1e6;
+  return out;
+}
+
 }  // namespace
 
 extern char** environ;
 
 int main(int argc, char** argv) {
-  int64_t open_n = 10000, throughput_n = 2000, lateness_n = 2000, lateness_running = 4096;
+  int64_t open_n = 10000, throughput_n = 2000, lateness_n = 2000, lateness_running = 4096, floor_n = 2000;
   if (argc == 5 && std::strcmp(argv[1], "--client-hold") == 0) {  // the child of the open-streams figure
     rlimit lim{};
     getrlimit(RLIMIT_NOFILE, &lim);
@@ -146,8 +281,10 @@ int main(int argc, char** argv) {
     else if (flag == "--throughput") throughput_n = v;
     else if (flag == "--lateness") lateness_n = v;
     else if (flag == "--max-running" && v >= 1) lateness_running = v;
+    else if (flag == "--floor")
+      floor_n = v;
     else {
-      std::cerr << "usage: serve_bench [--open N] [--throughput N] [--lateness N] [--max-running N >= 1]\n";
+      std::cerr << "usage: serve_bench [--open N] [--throughput N] [--lateness N] [--max-running N >= 1] [--floor N]\n";
       return 2;
     }
   }
@@ -155,8 +292,9 @@ int main(int argc, char** argv) {
   getrlimit(RLIMIT_NOFILE, &lim);
   lim.rlim_cur = lim.rlim_max;
   setrlimit(RLIMIT_NOFILE, &lim);
-  if (static_cast<int64_t>(lim.rlim_cur) < open_n + 100) {
-    std::cerr << fmt::format("serve_bench: needs {} file descriptors, the limit is {}\n", open_n + 100, lim.rlim_cur);
+  const int64_t descriptors = std::max(open_n, 2 * floor_n) + 100;
+  if (static_cast<int64_t>(lim.rlim_cur) < descriptors) {
+    std::cerr << fmt::format("serve_bench: needs {} file descriptors, the limit is {}\n", descriptors, lim.rlim_cur);
     return 1;
   }
   if (open_n > 0) {
@@ -212,6 +350,21 @@ int main(int argc, char** argv) {
                              lateness_n, lateness_running, r.completed, r.seconds, LatenessQuantile(m, 0.5) * 1000,
                              LatenessQuantile(m, 0.99) * 1000, Value(m, "fleetplan:token_lateness_max_seconds{") * 1000,
                              LatenessShareWithin(m, "0.002") * 100, LatenessShareWithin(m, "0.005") * 100);
+  }
+  if (floor_n > 0) {
+    constexpr int kRounds = 100;
+    std::cerr << fmt::format("floor: {} plain loopback connections x {} rounds ...\n", floor_n, kRounds);
+    const FloorResult f = LoopbackFloor(static_cast<int>(floor_n), kRounds);
+    if (!f.error.empty()) {
+      std::cerr << "serve_bench: floor: " << f.error << "\n";
+      return 1;
+    }
+    std::cout << fmt::format(
+        "floor            {} plain loopback connections, one {}-byte write each per {:.1f} ms "
+        "step, one writing thread: write lateness p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms; {:.2f} us per write, "
+        "{:.2f} us of CPU per token (writer and reader)\n",
+        floor_n, kTokenChunk.size(), 10 + 0.005 * static_cast<double>(floor_n), f.p50_ms, f.p99_ms, f.max_ms,
+        f.write_us, f.cpu_us);
   }
   return 0;
 }
