@@ -21,13 +21,13 @@ constexpr const char* kTarget = "openai_request_fuzz";
 
 void CheckTokenizer(std::string_view text) {
   const serve::Tokenized t = serve::Tokenize(text);
-  fuzz::Require(t.ids.size() == t.ends.size(), kTarget, "ids and ends differ in length", std::string(text));
+  fuzz::Require(t.ids.size() == t.ends.size(), kTarget, "ids and ends differ in length", text);
   uint32_t prev = 0;
   for (const uint32_t e : t.ends) {
-    fuzz::Require(e > prev, kTarget, "token ends do not increase", std::string(text));
+    fuzz::Require(e > prev, kTarget, "token ends do not increase", text);
     prev = e;
   }
-  fuzz::Require(prev == text.size(), kTarget, "tokens do not cover the text", std::string(text));
+  fuzz::Require(prev == text.size(), kTarget, "tokens do not cover the text", text);
 }
 
 void CheckOne(serve::Endpoint endpoint, std::string_view body) {
@@ -35,31 +35,32 @@ void CheckOne(serve::Endpoint endpoint, std::string_view body) {
   if (!r.request) {
     fuzz::Require(r.error.status == 400, kTarget, "a parse failure is not a 400", r.error.message);
     fuzz::Require(!r.error.message.empty(), kTarget, "empty error message", "");
-    const Json e = Json::parse(serve::ErrorBody(r.error), nullptr, false);
+    const std::string error_body = serve::ErrorBody(r.error);
+    const Json e = Json::parse(error_body, nullptr, false);
     fuzz::Require(!e.is_discarded() && e["error"].is_object() && e["error"].contains("param") &&
                       e["error"].contains("code") && e["error"]["message"].is_string(),
-                  kTarget, "the error body is not OpenAI's shape", serve::ErrorBody(r.error));
+                  kTarget, "the error body is not OpenAI's shape", error_body);
     return;
   }
   const serve::ApiRequest& q = *r.request;
-  fuzz::Require(!q.prompt_text.empty() || !q.prompt_ids.empty(), kTarget, "empty prompt accepted", std::string(body));
-  fuzz::Require(!q.max_tokens || *q.max_tokens >= 1, kTarget, "max_tokens < 1 accepted", std::string(body));
-  fuzz::Require(q.stop.size() <= serve::kMaxStopStrings, kTarget, "too many stop strings", std::string(body));
+  fuzz::Require(!q.prompt_text.empty() || !q.prompt_ids.empty(), kTarget, "empty prompt accepted", body);
+  fuzz::Require(!q.max_tokens || *q.max_tokens >= 1, kTarget, "max_tokens < 1 accepted", body);
+  fuzz::Require(q.stop.size() <= serve::kMaxStopStrings, kTarget, "too many stop strings", body);
   for (const std::string& s : q.stop) {
-    fuzz::Require(!s.empty() && s.size() <= serve::kMaxStopBytes, kTarget, "bad stop string accepted", std::string(body));
+    fuzz::Require(!s.empty() && s.size() <= serve::kMaxStopBytes, kTarget, "bad stop string accepted", body);
   }
-  for (const int64_t id : q.prompt_ids) fuzz::Require(id >= 0, kTarget, "negative token id", std::string(body));
+  for (const int64_t id : q.prompt_ids) fuzz::Require(id >= 0, kTarget, "negative token id", body);
   CheckTokenizer(q.prompt_text);
   // The parsed texts are valid UTF-8 (nlohmann checks strings), so renderings are valid JSON.
   const serve::ResponseHead head{"cmpl-x", 1, q.model};
   const Json whole = Json::parse(serve::CompleteBody(endpoint, head, q.prompt_text, "stop", q.stop.empty() ? "" : q.stop[0],
                                                      serve::Usage{1, 1}),
                                  nullptr, false);
-  fuzz::Require(!whole.is_discarded(), kTarget, "a body is not valid JSON", std::string(body));
+  fuzz::Require(!whole.is_discarded(), kTarget, "a body is not valid JSON", body);
   std::string ev;
   serve::AppendTokenEvent(ev, endpoint, head, q.prompt_text, "", "");
   fuzz::Require(!Json::parse(ev.substr(6, ev.size() - 8), nullptr, false).is_discarded(), kTarget,
-                "an event is not valid JSON", std::string(body));
+                "an event is not valid JSON", body);
 }
 
 }  // namespace

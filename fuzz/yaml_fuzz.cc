@@ -26,7 +26,7 @@ namespace {
 constexpr int kMaxDepth = 32;
 constexpr int kMaxVisits = 64;
 
-void Require(bool ok, const char* what, const std::string& detail) {
+void Require(bool ok, const char* what, std::string_view detail) {
   fuzz::Require(ok, "yaml_fuzz", what, detail);
 }
 
