@@ -1,17 +1,15 @@
 // Fuzzes the records readers behind `fleetplan report`: the first input byte picks the
 // format, the rest is written to a scratch file (the readers take paths) and streamed
 // into a counting sink. Any failure must be a located invalid-input error.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fleetplan/metrics/records_io.h"
 #include "fuzz_check.h"
+#include "scratch.h"
 
 namespace {
 
@@ -36,25 +34,18 @@ class CountingSink final : public fleetplan::RecordSink {
   std::vector<std::string> classes_;
 };
 
-const std::string& ScratchPath() {
-  static const std::string path = "/tmp/fleetplan-records-fuzz-" + std::to_string(getpid()) + ".jsonl";
-  return path;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const auto names = fleetplan::RecordFormatNames();
   const std::string format = names[data[0] % names.size()];
-  {
-    std::ofstream out(ScratchPath(), std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));
-  }
+  const std::string path =
+      fleetplan::fuzz::WriteScratch("records", std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
   auto reader = fleetplan::MakeRecordReader(format);
   fleetplan::fuzz::Require(reader.ok(), kTarget, "a listed format has no reader", format);
   CountingSink sink;
-  fleetplan::fuzz::CheckFailure((*reader)->Read(ScratchPath(), sink), kTarget);
-  fleetplan::fuzz::CheckFailure(fleetplan::DetectRecordFormat(ScratchPath()), kTarget);
+  fleetplan::fuzz::CheckFailure((*reader)->Read(path, sink), kTarget);
+  fleetplan::fuzz::CheckFailure(fleetplan::DetectRecordFormat(path), kTarget);
   return 0;
 }
