@@ -30,23 +30,38 @@ std::string LocationPrefix(const SourceLocation& where) {
   return out;
 }
 
+// Appends `valid` (valid UTF-8) to `out`, with control characters other than tab shown
+// as '?' when `control` is set. Runs between them are appended whole, not byte by byte:
+// a reader may format thousands of errors for one input.
+void AppendShown(std::string& out, std::string_view valid, bool control) {
+  if (!control) {
+    out += valid;
+    return;
+  }
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    const auto u = static_cast<unsigned char>(valid[i]);
+    if ((u < 0x20 && u != '\t') || u == 0x7F) {
+      out.append(valid.substr(run, i - run));
+      out += '?';
+      run = i + 1;
+    }
+  }
+  out.append(valid.substr(run));
+}
+
 // `text` with every byte that is not part of valid UTF-8 replaced by '?' (and, when
 // `control` is set, control characters other than tab too), so that a message built from
 // whatever an input held stays valid UTF-8 and keeps the terminal sane.
 std::string ShowSafely(std::string_view text, bool control) {
   std::string out;
   out.reserve(text.size());
-  std::size_t next_invalid = utf8::FindInvalid(text);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const auto u = static_cast<unsigned char>(c);
-    if (i == next_invalid) {
-      out += '?';
-      const std::size_t rest = utf8::FindInvalid(text.substr(i + 1));
-      next_invalid = rest == std::string_view::npos ? rest : i + 1 + rest;
-      continue;
-    }
-    out += control && ((u < 0x20 && c != '\t') || u == 0x7F) ? '?' : c;
+  while (!text.empty()) {
+    const std::size_t invalid = utf8::FindInvalid(text);
+    AppendShown(out, text.substr(0, invalid), control);
+    if (invalid == std::string_view::npos) break;
+    out += '?';  // one byte of the invalid sequence; the next search starts after it
+    text.remove_prefix(invalid + 1);
   }
   return out;
 }

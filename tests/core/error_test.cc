@@ -1,12 +1,14 @@
 // core/error.h: the located-error format (pinned text), value quoting, did-you-mean.
 #include "fleetplan/core/error.h"
 
-#include <algorithm>
-#include <string>
-#include <vector>
-
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/utf8.h"
 #include "fleetplan/core/rng.h"
 
 namespace fleetplan {
@@ -170,6 +172,52 @@ TEST(FormatLocatedErrorTest, LongLineWindowsMatchThePlainComputation) {
     const int column = 1 + static_cast<int>(rng.NextBelow(static_cast<uint64_t>(length) + 40));
     ASSERT_EQ(FormatLocatedError({"f", 1, column, line}, "", "bad"), ReferenceSnippet(line, column))
         << "round " << round << ", column " << column;
+  }
+}
+
+// The byte-at-a-time replacement the path and message go through: the first byte of each
+// invalid UTF-8 sequence becomes '?' and the search goes on after it; in the path,
+// control characters other than tab become '?' too.
+std::string ReferenceShown(std::string_view text, bool control) {
+  std::string out;
+  std::size_t next_invalid = utf8::FindInvalid(text);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == next_invalid) {
+      out += '?';
+      const std::size_t rest = utf8::FindInvalid(text.substr(i + 1));
+      next_invalid = rest == std::string_view::npos ? rest : i + 1 + rest;
+      continue;
+    }
+    const auto u = static_cast<unsigned char>(text[i]);
+    out += control && ((u < 0x20 && u != '\t') || u == 0x7F) ? '?' : text[i];
+  }
+  return out;
+}
+
+TEST(FormatLocatedErrorTest, ShownPathAndMessageMatchTheByteAtATimeReplacement) {
+  const std::vector<std::string> pieces = {"a",
+                                           " ",
+                                           "\t",
+                                           "\n",
+                                           "\x01",
+                                           "\x7F",
+                                           "\xC3\xA9",
+                                           "\xE4\xB8\xAD",
+                                           "\xFF",
+                                           "\xC3",
+                                           "\x80",
+                                           "\xE4\xB8",
+                                           "\xF0\x9F\x98\x80"};
+  RngStream rng(11, "shown-text");
+  for (int round = 0; round < 3000; ++round) {
+    std::string path, message;
+    for (std::string* text : {&path, &message}) {
+      const auto length = static_cast<int>(rng.NextBelow(60));
+      for (int i = 0; i < length; ++i) *text += pieces[rng.NextBelow(pieces.size())];
+    }
+    const std::string expected = path.empty() ? ReferenceShown(message, false)
+                                              : ReferenceShown(path, true) + ": " + ReferenceShown(message, false);
+    ASSERT_EQ(FormatLocatedError({}, path, message), expected) << "round " << round;
   }
 }
 
