@@ -95,17 +95,16 @@ Snippet MakeSnippet(std::string_view line, int column) {
   }
   // Byte offsets of code points `begin` and `end` (line.size() past the last), and the
   // pad for the code points before the caret: tabs are copied so the caret lines up.
-  std::size_t begin_byte = line.size();
+  const std::size_t begin_byte = utf8::ByteOfCodePoint(line, begin);
   std::size_t end_byte = line.size();
-  std::size_t cp = 0;
-  for (std::size_t i = 0; i < line.size(); ++i) {
+  std::size_t cp = begin;
+  for (std::size_t i = begin_byte; i < line.size(); ++i) {
     if (utf8::IsContinuation(line[i])) continue;
-    if (cp == begin) begin_byte = i;
     if (cp == end) {
       end_byte = i;
       break;
     }
-    if (cp >= begin && cp < caret) s.pad += line[i] == '\t' ? '\t' : ' ';
+    if (cp < caret) s.pad += line[i] == '\t' ? '\t' : ' ';
     ++cp;
   }
   s.shown += ShowSafely(line.substr(begin_byte, end_byte - begin_byte), /*control=*/true);

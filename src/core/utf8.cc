@@ -42,6 +42,25 @@ std::size_t CountCodePoints(std::string_view text) {
   return n;
 }
 
+std::size_t ByteOfCodePoint(std::string_view text, std::size_t index) {
+  std::size_t cp = 0;  // code points that start before byte i
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (index - cp >= kWord) {  // a whole ASCII word here holds code points cp .. cp + 7
+      const std::size_t ascii_end = SkipAsciiWords(text.substr(0, i + (index - cp) / kWord * kWord), i);
+      cp += ascii_end - i;
+      i = ascii_end;
+      if (i == text.size()) break;
+    }
+    if (!IsContinuation(text[i])) {
+      if (cp == index) return i;
+      ++cp;
+    }
+    ++i;
+  }
+  return text.size();
+}
+
 namespace {
 
 // Length of the well-formed sequence starting at text[i], or 0 if it is ill-formed.

@@ -14,6 +14,10 @@ constexpr bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 
 // invalid) as one. Exact for valid UTF-8.
 std::size_t CountCodePoints(std::string_view text);
 
+// Byte offset at which code point `index` starts (counted as CountCodePoints counts), or
+// text.size() when `text` holds no more than `index` code points.
+std::size_t ByteOfCodePoint(std::string_view text, std::size_t index);
+
 // Byte offset of the first byte that is not part of a well-formed UTF-8 sequence
 // (overlong forms, surrogates and values above U+10FFFF are ill-formed), or npos.
 std::size_t FindInvalid(std::string_view text);

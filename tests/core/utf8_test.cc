@@ -55,6 +55,16 @@ std::size_t PlainFindInvalid(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::size_t PlainByteOfCodePoint(std::string_view text, std::size_t index) {
+  std::size_t cp = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (IsContinuation(text[i])) continue;
+    if (cp == index) return i;
+    ++cp;
+  }
+  return text.size();
+}
+
 std::string Hex(std::string_view text) {
   std::string out;
   for (char c : text) out += fmt::format("{:02x} ", static_cast<uint8_t>(c));
@@ -91,6 +101,25 @@ TEST(Utf8Test, ScansMatchTheByteAtATimeComputationsAtEveryAlignment) {
     ASSERT_EQ(FindInvalid(text), PlainFindInvalid(text)) << Hex(text);
     ASSERT_EQ(CountCodePoints(text), PlainCountCodePoints(text)) << Hex(text);
   }
+}
+
+TEST(Utf8Test, ByteOfEachCodePointMatchesTheByteAtATimeWalk) {
+  RngStream rng(9, "utf8_test.byte_of");
+  for (int run = 0; run < 5000; ++run) {
+    const std::string text = RandomText(rng);
+    const std::size_t n = PlainCountCodePoints(text);
+    for (std::size_t index = 0; index <= n + 9; ++index) {
+      ASSERT_EQ(ByteOfCodePoint(text, index), PlainByteOfCodePoint(text, index))
+          << "index " << index << ": " << Hex(text);
+    }
+  }
+  EXPECT_EQ(ByteOfCodePoint("\x80\x80"
+                            "abc",
+                            0),
+            2u);  // stray continuation bytes start nothing
+  EXPECT_EQ(ByteOfCodePoint(std::string(40, 'a'), 17), 17u);
+  EXPECT_EQ(ByteOfCodePoint(std::string(40, 'a'), 40), 40u);
+  EXPECT_EQ(ByteOfCodePoint("", 0), 0u);
 }
 
 TEST(Utf8Test, AnInvalidByteIsFoundAtEachPlaceAroundAWordBoundary) {
