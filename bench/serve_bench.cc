@@ -23,7 +23,6 @@
 //        (defaults 10000 2000 2000 4096 2000)
 // Not a Google Benchmark: each figure is one timed scenario. Progress goes to stderr.
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spawn.h>
@@ -40,6 +39,8 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "../tests/serve/stream_client.h"
 #include "fleetplan/core/json.h"
