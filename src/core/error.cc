@@ -1,13 +1,15 @@
 #include "fleetplan/core/error.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/utf8.h"
 
@@ -112,36 +114,85 @@ Snippet MakeSnippet(std::string_view line, int column) {
   return s;
 }
 
-std::string NormalizeName(std::string_view s) {
-  std::string out(s);
+// `s` lower-cased with '-' as '_', into `out` (reused across candidates).
+void NormalizeNameInto(std::string_view s, std::string& out) {
+  out.assign(s);
   for (char& c : out) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     if (c == '-') c = '_';
   }
+}
+
+std::string NormalizeName(std::string_view s) {
+  std::string out;
+  NormalizeNameInto(s, out);
   return out;
 }
 
 // Optimal-string-alignment distance (Damerau-Levenshtein without repeated edits of a
-// substring), O(|a|*|b|) time, three rows of memory.
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev2(b.size() + 1);
-  std::vector<std::size_t> prev(b.size() + 1);
-  std::vector<std::size_t> cur(b.size() + 1);
+// substring), O(|a|*|b|) time, three rows of memory, or a value >= `limit` as soon as no
+// alignment can stay under it: every path to the last cell passes through one of the
+// last two rows (a swap skips one), and no step lowers the distance. Callers that test
+// many candidates pass the best distance so far, so most are dropped after a few rows.
+// The three rows EditDistance works in, kept across the candidates of one DidYouMean.
+struct EditRows {
+  std::vector<std::size_t> prev2, prev, cur;
+};
+
+std::size_t EditDistance(std::string_view a, std::string_view b, std::size_t limit, EditRows& rows) {
+  auto& [prev2, prev, cur] = rows;
+  prev2.assign(b.size() + 1, 0);
+  prev.resize(b.size() + 1);
+  cur.assign(b.size() + 1, 0);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  std::size_t prev_min = 0;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
+    std::size_t cur_min = cur[0];
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
         cur[j] = std::min(cur[j], prev2[j - 2] + 1);
       }
+      cur_min = std::min(cur_min, cur[j]);
     }
+    if (std::min(cur_min, prev_min) >= limit) return limit;
+    prev_min = cur_min;
     std::swap(prev2, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];
 }
+
+// How often each byte value occurs in a name.
+using CharCounts = std::array<uint32_t, 256>;
+
+CharCounts CountChars(std::string_view s) {
+  CharCounts counts{};
+  for (const char c : s) ++counts[static_cast<unsigned char>(c)];
+  return counts;
+}
+
+// The bag distance of two names: the larger of the characters each has that the other
+// lacks (as multisets). Each edit changes it by at most one (a swap of neighbours not at
+// all), so it is a lower bound of EditDistance, found in linear time: it rules out most
+// of a long list of similar names (numbered tenants) without the quadratic table.
+std::size_t BagDistance(std::size_t got_size, CharCounts got_counts, std::string_view cand) {
+  std::size_t matched = 0;
+  for (const char c : cand) {
+    uint32_t& left = got_counts[static_cast<unsigned char>(c)];
+    if (left > 0) {
+      --left;
+      ++matched;
+    }
+  }
+  return std::max(got_size - matched, cand.size() - matched);
+}
+
+// Most valid names an unknown-name message lists; a workload's numbered tenants can be
+// hundreds of thousands, and a message naming them all helps nobody.
+constexpr std::size_t kMaxListedNames = 20;
 
 }  // namespace
 
@@ -203,12 +254,16 @@ std::string DidYouMean(std::string_view got, std::span<const std::string> candid
   const std::size_t threshold = std::max<std::size_t>(2, norm.size() / 3);
   const std::string* best = nullptr;
   std::size_t best_distance = threshold + 1;
+  const CharCounts got_counts = CountChars(norm);
+  EditRows rows;
+  std::string cand;
   for (const std::string& candidate : candidates) {
-    const std::string cand = NormalizeName(candidate);
+    NormalizeNameInto(candidate, cand);
     const std::size_t longer = std::max(norm.size(), cand.size());
     const std::size_t shorter = std::min(norm.size(), cand.size());
     if (longer - shorter >= best_distance) continue;  // cannot beat the best so far
-    const std::size_t d = EditDistance(norm, cand);
+    if (BagDistance(norm.size(), got_counts, cand) >= best_distance) continue;  // nor can this one
+    const std::size_t d = EditDistance(norm, cand, best_distance, rows);
     if (d < best_distance && d < longer) {
       best = &candidate;
       best_distance = d;
@@ -222,7 +277,12 @@ std::string UnknownNameMessage(std::string_view what, std::string_view got,
   std::string out = fmt::format("unknown {} {}", what, QuoteValue(got));
   const std::string suggestion = DidYouMean(got, candidates);
   if (!suggestion.empty()) out += fmt::format("; did you mean '{}'?", suggestion);
-  if (!candidates.empty()) out += fmt::format(" (valid: {})", fmt::join(candidates, ", "));
+  if (candidates.size() > kMaxListedNames) {
+    out += fmt::format(" (valid: {}, and {} more)", fmt::join(candidates.first(kMaxListedNames), ", "),
+                       candidates.size() - kMaxListedNames);
+  } else if (!candidates.empty()) {
+    out += fmt::format(" (valid: {})", fmt::join(candidates, ", "));
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // core/error.h: the located-error format (pinned text), value quoting, did-you-mean.
 #include "fleetplan/core/error.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -276,6 +277,64 @@ TEST(DidYouMeanTest, ThresholdGrowsWithLength) {
 TEST(DidYouMeanTest, TiesGoToTheFirstCandidate) {
   EXPECT_EQ(DidYouMean("ab_z", std::vector<std::string>{"ab_x", "ab_y"}), "ab_x");
   EXPECT_EQ(DidYouMean("ab_z", std::vector<std::string>{"ab_y", "ab_x"}), "ab_y");
+}
+
+// The plain distance, every cell computed: DidYouMean drops a candidate as soon as its
+// rows show it cannot beat the best so far, which must never change the answer.
+std::size_t PlainDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string PlainDidYouMean(const std::string& got, const std::vector<std::string>& candidates) {
+  const std::size_t threshold = std::max<std::size_t>(2, got.size() / 3);
+  const std::string* best = nullptr;
+  std::size_t best_distance = threshold + 1;
+  for (const std::string& c : candidates) {
+    const std::size_t d = PlainDistance(got, c);
+    if (d < best_distance && d < std::max(got.size(), c.size())) {
+      best = &c;
+      best_distance = d;
+    }
+  }
+  return got.empty() || best == nullptr ? "" : *best;
+}
+
+TEST(DidYouMeanTest, MatchesThePlainDistanceOnRandomNames) {
+  RngStream rng(13, "did-you-mean");
+  const auto name = [&] {
+    std::string s;
+    const auto length = rng.NextBelow(12);
+    for (uint64_t i = 0; i < length; ++i) s += static_cast<char>('a' + rng.NextBelow(4));
+    return s;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    const std::string got = name();
+    std::vector<std::string> candidates(1 + rng.NextBelow(30));
+    for (std::string& c : candidates) c = name();
+    ASSERT_EQ(DidYouMean(got, candidates), PlainDidYouMean(got, candidates)) << "round " << round << ", got " << got;
+  }
+}
+
+TEST(UnknownNameMessageTest, ListsTheFirstTwentyOfALongList) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 100000; ++i) names.push_back(fmt::format("tenant-{}", i));
+  const std::string m = UnknownNameMessage("tenant", "tenant-99998x", names);
+  EXPECT_EQ(m.substr(0, m.find(" (valid: ")), "unknown tenant 'tenant-99998x'; did you mean 'tenant-99998'?");
+  const std::string tail = "tenant-18, tenant-19, and 99980 more)";
+  EXPECT_EQ(m.substr(m.size() - tail.size()), tail);
+  EXPECT_LT(m.size(), 400u);
+  std::vector<std::string> twenty(names.begin(), names.begin() + 20);
+  EXPECT_EQ(UnknownNameMessage("tenant", "x", twenty).find("more"), std::string::npos);
 }
 
 TEST(UnknownNameMessageTest, SuggestionAndList) {
