@@ -190,9 +190,10 @@ std::size_t BagDistance(std::size_t got_size, CharCounts got_counts, std::string
   return std::max(got_size - matched, cand.size() - matched);
 }
 
-// Most valid names an unknown-name message lists; a workload's numbered tenants can be
-// hundreds of thousands, and a message naming them all helps nobody.
-constexpr std::size_t kMaxListedNames = 20;
+// Most valid names an unknown-name message lists: every schema's keys fit (the longest,
+// a catalog model's, has 29), while a workload's numbered tenants can be hundreds of
+// thousands, and a message naming them all helps nobody.
+constexpr std::size_t kMaxListedNames = 50;
 
 }  // namespace
 

@@ -722,16 +722,17 @@ TEST(AdmissionScenario, ErrorsAreLocated) {
             "   26 |   tenants: {tenant-7: {max_concurrent: 1}}\n"
             "      |                       ^\n");
   // Among numbered tenants by the hundred thousand (found by scenario_fuzz: 248,880
-  // tenants took 6 s under ASan and the message listed them all), the message lists 20
+  // tenants took 6 s under ASan and the message listed them all), the message lists 50
   // and still finds the near name.
   k.tenants = "{count: 248880}";
   k.overrides = "{tenant_7x: {max_concurrent: 1}}";
   const std::string many = ReadError(ScenarioText(k));
-  EXPECT_EQ(many.substr(0, many.find('\n')),
+  const std::string first_line = many.substr(0, many.find('\n'));
+  EXPECT_EQ(first_line.substr(0, first_line.find(", tenant-2,")),
             "admission.yaml:26:24: admission.tenants.tenant_7x: unknown tenant 'tenant_7x'; did you mean 'tenant-7'? "
-            "(valid: tenant-0, tenant-1, tenant-2, tenant-3, tenant-4, tenant-5, tenant-6, tenant-7, tenant-8, "
-            "tenant-9, tenant-10, tenant-11, tenant-12, tenant-13, tenant-14, tenant-15, tenant-16, tenant-17, "
-            "tenant-18, tenant-19, and 248860 more)");
+            "(valid: tenant-0, tenant-1");
+  const std::string tail = "tenant-48, tenant-49, and 248830 more)";
+  EXPECT_EQ(first_line.substr(first_line.size() - tail.size()), tail);
   // An admission class's unknown key.
   EXPECT_EQ(ReadError(With(base, "priority: 0,", "priorty: 0,")),
             "admission.yaml:20:13: admission.classes.batch: unknown field 'priorty'; did you mean 'priority'? (valid: "

@@ -60,7 +60,7 @@ std::string DidYouMean(std::string_view got, std::span<const std::string> candid
 
 // "unknown <what> 'got'; did you mean 'x'? (valid: a, b, c)" — the suggestion only when
 // DidYouMean finds one; the list only when there are candidates. Candidates are listed in
-// the order given, the first 20 of a longer list followed by "and N more".
+// the order given, the first 50 of a longer list followed by "and N more".
 std::string UnknownNameMessage(std::string_view what, std::string_view got,
                                std::span<const std::string> candidates);
 
