@@ -129,16 +129,16 @@ std::string NormalizeName(std::string_view s) {
   return out;
 }
 
-// Optimal-string-alignment distance (Damerau-Levenshtein without repeated edits of a
-// substring), O(|a|*|b|) time, three rows of memory, or a value >= `limit` as soon as no
-// alignment can stay under it: every path to the last cell passes through one of the
-// last two rows (a swap skips one), and no step lowers the distance. Callers that test
-// many candidates pass the best distance so far, so most are dropped after a few rows.
 // The three rows EditDistance works in, kept across the candidates of one DidYouMean.
 struct EditRows {
   std::vector<std::size_t> prev2, prev, cur;
 };
 
+// Optimal-string-alignment distance (Damerau-Levenshtein without repeated edits of a
+// substring), O(|a|*|b|) time, three rows of memory, or a value >= `limit` as soon as no
+// alignment can stay under it: every path to the last cell passes through one of the
+// last two rows (a swap skips one), and no step lowers the distance. Callers that test
+// many candidates pass the best distance so far, so most are dropped after a few rows.
 std::size_t EditDistance(std::string_view a, std::string_view b, std::size_t limit, EditRows& rows) {
   auto& [prev2, prev, cur] = rows;
   prev2.assign(b.size() + 1, 0);
