@@ -195,6 +195,34 @@ std::size_t BagDistance(std::size_t got_size, CharCounts got_counts, std::string
 // thousands, and a message naming them all helps nobody.
 constexpr std::size_t kMaxListedNames = 50;
 
+// The lines FormatLocatedError appends for a known source line: the line (or its window)
+// and, when the column is known, the caret under it. A reader formats many errors at one
+// value (each typed read of it that fails), so the last block is kept, per thread, and
+// reused while the line number, column and text repeat: a long line is walked once for
+// them, not once per error. The text is compared whole, so a hit is always exact; the
+// key is cleared while the block is rebuilt, so a throw midway leaves no stale entry.
+const std::string& SnippetBlock(const SourceLocation& where) {
+  struct Last {
+    int line = 0;
+    int column = 0;
+    std::string source_line;
+    std::string block;
+  };
+  thread_local Last last;
+  if (last.line == where.line && last.column == where.column && last.source_line == where.source_line) {
+    return last.block;
+  }
+  last.line = 0;  // FormatLocatedError never asks for line 0: no hit until rebuilt
+  const int width = std::max(kGutterWidth, static_cast<int>(fmt::formatted_size("{}", where.line)));
+  const Snippet snippet = MakeSnippet(where.source_line, where.column);
+  last.block = fmt::format("\n{:>{}} | {}\n", where.line, width, snippet.shown);
+  if (where.column > 0) last.block += fmt::format("{:>{}} | {}^\n", "", width, snippet.pad);
+  last.line = where.line;
+  last.column = where.column;
+  last.source_line = where.source_line;
+  return last.block;
+}
+
 }  // namespace
 
 std::string FormatLocatedError(const SourceLocation& where, std::string_view path,
@@ -204,10 +232,7 @@ std::string FormatLocatedError(const SourceLocation& where, std::string_view pat
   // Messages may quote what a parser read (nlohmann's "last read: ..."): keep them UTF-8.
   out += ShowSafely(message, /*control=*/false);
   if (where.line <= 0 || where.source_line.empty()) return out;
-  const int width = std::max(kGutterWidth, static_cast<int>(fmt::formatted_size("{}", where.line)));
-  const Snippet snippet = MakeSnippet(where.source_line, where.column);
-  out += fmt::format("\n{:>{}} | {}\n", where.line, width, snippet.shown);
-  if (where.column > 0) out += fmt::format("{:>{}} | {}^\n", "", width, snippet.pad);
+  out += SnippetBlock(where);
   return out;
 }
 

@@ -229,6 +229,22 @@ TEST(FormatLocatedErrorTest, AStrayContinuationByteBeforeTheFirstCharacterIsNotS
             "      |  ^\n");
 }
 
+// The snippet of the last error is reused for the next one at the same place: the reuse
+// must follow the line's text and number and the column, not only where the error is.
+TEST(FormatLocatedErrorTest, ConsecutiveErrorsShowTheirOwnLines) {
+  const SourceLocation first{"a.yaml", 3, 5, "key: one"};
+  const SourceLocation other_text{"b.yaml", 3, 5, "key: two"};
+  const SourceLocation other_column{"b.yaml", 3, 6, "key: two"};
+  const SourceLocation other_line{"b.yaml", 12, 6, "key: two"};
+  const std::string first_text = "a.yaml:3:5: p: m\n    3 | key: one\n      |     ^\n";
+  EXPECT_EQ(FormatLocatedError(first, "p", "m"), first_text);
+  EXPECT_EQ(FormatLocatedError(first, "p", "m"), first_text);
+  EXPECT_EQ(FormatLocatedError(other_text, "p", "m"), "b.yaml:3:5: p: m\n    3 | key: two\n      |     ^\n");
+  EXPECT_EQ(FormatLocatedError(other_column, "p", "m"), "b.yaml:3:6: p: m\n    3 | key: two\n      |      ^\n");
+  EXPECT_EQ(FormatLocatedError(other_line, "p", "m"), "b.yaml:12:6: p: m\n   12 | key: two\n      |      ^\n");
+  EXPECT_EQ(FormatLocatedError(first, "p", "m"), first_text);
+}
+
 TEST(LocatedErrorTest, IsInvalidInputWithTheFormattedText) {
   const Status s = LocatedError({"f.yaml", 1, 1, ""}, "a", "bad");
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
