@@ -27,6 +27,7 @@ struct RolloutFlags {
   std::string candidate;
   std::string baseline;
   std::vector<std::string> metrics;
+  std::vector<std::string> statistics;
   std::string tolerance = "5%";
   double alpha = 0.05;
   int64_t min_samples = 50;
@@ -173,6 +174,11 @@ Status Compare(const RolloutFlags& f, std::ostream& out) {
   opt.alpha = f.alpha;
   opt.min_samples = f.min_samples;
   opt.format = f.format;
+  for (const std::string& name : f.statistics) {
+    auto st = ParseStatistic(name);
+    if (!st.ok()) return UsageError(fmt::format("--statistic: {}", st.status().message()));
+    opt.statistics.push_back(*st);
+  }
   FP_ASSIGN_OR_RETURN(Json result, CompareRecordsFiles(f.candidate, f.baseline, opt));
   if (f.json) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result));
@@ -180,8 +186,13 @@ Status Compare(const RolloutFlags& f, std::ostream& out) {
   } else {
     for (const auto& [metric, m] : result["metrics"].items()) {
       out << fmt::format("{}: {}\n", metric, m["verdict"].get<std::string>());
-      out << fmt::format("  pooled: {}\n", m["aggregate"]["reason"].get<std::string>());
-      for (const auto& [cls, c] : m["strata"].items()) out << fmt::format("  {}: {}\n", cls, c["reason"].get<std::string>());
+      for (const Json& statistic : result["policy"]["statistics"]) {
+        const std::string name = statistic.get<std::string>();
+        const Json& st = m["statistics"][name];
+        out << fmt::format(" {}: {}\n", name, st["verdict"].get<std::string>());
+        out << fmt::format("  pooled: {}\n", st["aggregate"]["reason"].get<std::string>());
+        for (const auto& [cls, c] : st["strata"].items()) out << fmt::format("  {}: {}\n", cls, c["reason"].get<std::string>());
+      }
       if (m["verdict"] != "pass") out << fmt::format("  => {}\n", m["reason"].get<std::string>());
     }
     out << fmt::format("verdict: {}\n", result["verdict"].get<std::string>());
@@ -304,7 +315,9 @@ void RegisterRolloutVerb(CLI::App& app, VerbAction& action) {
   cmp->add_option("--candidate", f->candidate, "Candidate records (requests.jsonl)")->required();
   cmp->add_option("--baseline", f->baseline, "Baseline records (requests.jsonl)")->required();
   cmp->add_option("--metric", f->metrics, "ttft_ms, tpot_ms, e2e_ms, itl_max_ms (repeatable; default ttft_ms e2e_ms)");
-  cmp->add_option("--tolerance", f->tolerance, "Accepted slowdown of the median (default 5%)");
+  cmp->add_option("--statistic", f->statistics,
+                  "median, p95, p99, mean, error_rate (repeatable; default median p95): what each metric is judged on");
+  cmp->add_option("--tolerance", f->tolerance, "Accepted slowdown of each statistic (default 5%; points for error_rate)");
   cmp->add_option("--alpha", f->alpha, "Two-sided significance level (default 0.05)");
   cmp->add_option("--min-samples", f->min_samples, "Usable samples needed per side and class (default 50)");
   cmp->add_option("--format", f->format, "Records format of both files (default fleetplan)");

@@ -17,17 +17,64 @@ namespace {
 constexpr std::string_view kWarmup = "warmup";
 constexpr std::string_view kCanary = "canary-metrics";
 
-Expected<double> ReadShare(const YamlNode& node) {
+// A percentage such as 1% or 100%, as a fraction; `what` names it in the error.
+Expected<double> ReadPercent(const YamlNode& node, std::string_view what) {
   FP_ASSIGN_OR_RETURN(std::string text, node.AsString());
-  if (text.empty() || text.back() != '%') {
-    return node.Error(fmt::format("expected a traffic share such as 1% or 100%, got '{}'", text));
-  }
-  auto doc = YamlDocument::LoadString(text.substr(0, text.size() - 1), "share");
-  auto v = doc.ok() ? doc->root().AsDouble() : Expected<double>(InvalidInput(""));
+  const bool percent = !text.empty() && text.back() == '%';
+  auto doc = YamlDocument::LoadString(percent ? text.substr(0, text.size() - 1) : "x", "share");
+  auto v = percent && doc.ok() ? doc->root().AsDouble() : Expected<double>(InvalidInput(""));
   if (!v.ok() || !(*v >= 0 && *v <= 100)) {
-    return node.Error(fmt::format("expected a traffic share between 0% and 100%, got '{}'", text));
+    return node.Error(fmt::format("expected {} between 0% and 100% (such as 1% or 100%), got '{}'", what, text));
   }
   return *v / 100;
+}
+
+Expected<double> ReadShare(const YamlNode& node) { return ReadPercent(node, "a traffic share"); }
+
+Expected<Better> ReadBetter(const YamlNode& node, Better fallback) {
+  if (!node.present()) return fallback;
+  FP_ASSIGN_OR_RETURN(std::string text, node.AsString());
+  if (text == "lower") return Better::kLower;
+  if (text == "higher") return Better::kHigher;
+  return node.Error(fmt::format("expected better: lower or better: higher, got '{}'", text));
+}
+
+// statistics: [median, p95] or {median: {}, p95: {tolerance: 10%, better: lower}}.
+Expected<std::vector<StatisticPolicy>> ReadStatistics(const YamlNode& node, const MetricPolicy& metric) {
+  std::vector<StatisticPolicy> out;
+  auto add = [&](const YamlNode& at, std::string_view name, const YamlNode* settings) -> Status {
+    auto st = ParseStatistic(name);
+    if (!st.ok()) return at.Error(st.status().message());
+    for (const StatisticPolicy& seen : out) {
+      if (seen.statistic == *st) return at.Error(fmt::format("statistic '{}' is listed twice", name));
+    }
+    StatisticPolicy sp{*st, *st == Statistic::kErrorRate ? Better::kLower : metric.better, metric.tolerance};
+    if (settings != nullptr && settings->present() && !settings->IsNull()) {
+      const YamlNode& set = *settings;
+      FP_RETURN_IF_ERROR(set.CheckKeys({"tolerance", "better"}));
+      if (set["tolerance"].present()) {
+        FP_ASSIGN_OR_RETURN(sp.tolerance, ReadPercent(set["tolerance"], "a tolerance"));
+      }
+      FP_ASSIGN_OR_RETURN(sp.better, ReadBetter(set["better"], sp.better));
+      if (*st == Statistic::kErrorRate && sp.better != Better::kLower) {
+        return set["better"].Error("the error rate is always lower-is-better");
+      }
+    }
+    out.push_back(sp);
+    return Status::Ok();
+  };
+  if (node.IsSequence()) {
+    FP_ASSIGN_OR_RETURN(auto items, node.Items());
+    for (const YamlNode& item : items) {
+      FP_ASSIGN_OR_RETURN(std::string name, item.AsString());
+      FP_RETURN_IF_ERROR(add(item, name, nullptr));
+    }
+  } else {
+    FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
+    for (const auto& [name, value] : entries) FP_RETURN_IF_ERROR(add(value, name, &value));
+  }
+  if (out.empty()) return node.Error("expected at least one statistic (median, p95, p99, mean, error_rate)");
+  return out;
 }
 
 Expected<std::vector<MetricPolicy>> ReadMetrics(const YamlNode& node) {
@@ -41,18 +88,57 @@ Expected<std::vector<MetricPolicy>> ReadMetrics(const YamlNode& node) {
     MetricPolicy p;
     p.name = name;
     if (value.present() && !value.IsNull()) {
-      FP_RETURN_IF_ERROR(value.CheckKeys({"tolerance", "alpha", "min_samples"}));
+      FP_RETURN_IF_ERROR(
+          value.CheckKeys({"tolerance", "better", "alpha", "min_samples", "statistics", "bootstrap"}));
       if (value["tolerance"].present()) {
-        FP_ASSIGN_OR_RETURN(p.tolerance, ReadShare(value["tolerance"]));
+        FP_ASSIGN_OR_RETURN(p.tolerance, ReadPercent(value["tolerance"], "a tolerance"));
       }
+      FP_ASSIGN_OR_RETURN(p.better, ReadBetter(value["better"], p.better));
       FP_ASSIGN_OR_RETURN(p.alpha, value["alpha"].DoubleOr(p.alpha));
       if (!(p.alpha > 0 && p.alpha < 1)) return value["alpha"].Error("expected a significance level in (0, 1)");
       FP_ASSIGN_OR_RETURN(p.min_samples, value["min_samples"].IntOr(p.min_samples));
-      if (p.min_samples < 1) return value["min_samples"].Error("expected at least 1 sample");
+      if (p.min_samples < 1 || p.min_samples > 100'000'000) {
+        return value["min_samples"].Error("expected between 1 and 100000000 samples");
+      }
+      const YamlNode bootstrap = value["bootstrap"];
+      if (bootstrap.present()) {
+        FP_RETURN_IF_ERROR(bootstrap.CheckKeys({"seed", "resamples"}));
+        FP_ASSIGN_OR_RETURN(int64_t seed, bootstrap["seed"].IntOr(0));
+        if (seed < 0) return bootstrap["seed"].Error("expected a seed >= 0");
+        p.seed = static_cast<uint64_t>(seed);
+        FP_ASSIGN_OR_RETURN(p.bootstrap_resamples, bootstrap["resamples"].IntOr(p.bootstrap_resamples));
+        if (p.bootstrap_resamples < 100 || p.bootstrap_resamples > 100'000) {
+          return bootstrap["resamples"].Error("expected between 100 and 100000 resamples");
+        }
+      }
+      if (value["statistics"].present()) {
+        FP_ASSIGN_OR_RETURN(p.statistics, ReadStatistics(value["statistics"], p));
+      }
     }
+    p.statistics = StatisticsOf(p);
     out.push_back(std::move(p));
   }
   return out;
+}
+
+// quality: {tolerance: 1%, slices: [math, code]}: protected quality slices.
+Expected<QualityGate> ReadQuality(const YamlNode& node) {
+  FP_RETURN_IF_ERROR(node.CheckKeys({"tolerance", "slices"}));
+  FP_RETURN_IF_ERROR(node["slices"].RequirePresent());
+  QualityGate q;
+  if (node["tolerance"].present()) {
+    FP_ASSIGN_OR_RETURN(q.tolerance, ReadPercent(node["tolerance"], "a tolerance"));
+  }
+  FP_ASSIGN_OR_RETURN(auto items, node["slices"].Items());
+  if (items.empty()) return node["slices"].Error("expected at least one protected slice");
+  for (const YamlNode& item : items) {
+    FP_ASSIGN_OR_RETURN(std::string name, item.AsString());
+    if (std::find(q.slices.begin(), q.slices.end(), name) != q.slices.end()) {
+      return item.Error(fmt::format("slice '{}' is listed twice", name));
+    }
+    q.slices.push_back(std::move(name));
+  }
+  return q;
 }
 
 Status ReadStages(const YamlNode& node, const std::string& dir, Ladder& l) {
@@ -61,7 +147,7 @@ Status ReadStages(const YamlNode& node, const std::string& dir, Ladder& l) {
   if (items.size() < 2) return node.Error("expected at least two stages, the last one the promotion (traffic: 100%)");
   std::set<std::string> names;
   for (const YamlNode& item : items) {
-    FP_RETURN_IF_ERROR(item.CheckKeys({"name", "traffic", "evidence", "metrics"}));
+    FP_RETURN_IF_ERROR(item.CheckKeys({"name", "traffic", "evidence", "metrics", "quality"}));
     for (const char* key : {"name", "traffic"}) FP_RETURN_IF_ERROR(item[key].RequirePresent());
     LadderStage s;
     s.where = item;
@@ -74,6 +160,10 @@ Status ReadStages(const YamlNode& node, const std::string& dir, Ladder& l) {
     }
     if (item["metrics"].present()) {
       FP_ASSIGN_OR_RETURN(s.metrics, ReadMetrics(item["metrics"]));
+    }
+    if (item["quality"].present()) {
+      if (!item["metrics"].present()) return item["quality"].Error("quality slices are judged on canary evidence: give the stage metrics too");
+      FP_ASSIGN_OR_RETURN(s.quality, ReadQuality(item["quality"]));
     }
     if (item["evidence"].present()) {
       FP_ASSIGN_OR_RETURN(std::string file, item["evidence"].AsString());
@@ -134,6 +224,48 @@ Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir
                            DigestOf(*bytes), digest);
   }
   return path;
+}
+
+// Each protected slice's score: {candidate, baseline} in [0, 1], higher is better.
+Expected<StageVerdict> JudgeQuality(const QualityGate& q, const YamlNode& data, const std::string& file) {
+  StageVerdict v;
+  v.verdict = CanaryVerdict::kPass;
+  const YamlNode scores = data["quality"];
+  Json slices = Json::object();
+  std::vector<std::string> failed, missing;
+  for (const std::string& slice : q.slices) {
+    const YamlNode at = scores[slice];
+    if (!scores.present() || !at.present()) {
+      missing.push_back(slice);
+      continue;
+    }
+    FP_RETURN_IF_ERROR(at.CheckKeys({"candidate", "baseline"}));
+    for (const char* key : {"candidate", "baseline"}) FP_RETURN_IF_ERROR(at[key].RequirePresent());
+    FP_ASSIGN_OR_RETURN(double cand, at["candidate"].AsDoubleInRange(0, 1));
+    FP_ASSIGN_OR_RETURN(double base, at["baseline"].AsDoubleInRange(0, 1));
+    const double change = base > 0 ? cand / base - 1 : 0;
+    const bool regressed = -change > q.tolerance;
+    slices[slice] = {{"candidate", cand}, {"baseline", base}, {"change", RoundForReport(change)},
+                     {"verdict", regressed ? "fail" : "pass"}};
+    if (regressed) {
+      failed.push_back(fmt::format("{} {:.4g} against {:.4g} ({:+.1f}%, tolerance {:.1f}%)", slice, cand, base,
+                                   100 * change, 100 * q.tolerance));
+    }
+  }
+  v.detail = {{"tolerance", q.tolerance}, {"slices", slices}};
+  auto list = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  if (!failed.empty()) {
+    v.verdict = CanaryVerdict::kFail;
+    v.reason = fmt::format("protected quality regressed: {}", list(failed));
+  } else if (!missing.empty()) {
+    v.verdict = CanaryVerdict::kHold;
+    v.reason = fmt::format("no quality score for the protected slice(s) {} in {} (data.quality)", list(missing), file);
+  }
+  return v;
 }
 
 Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime as_of) {
@@ -200,9 +332,23 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
   v.detail["comparison"] = cmp;
   const std::string verdict = cmp["verdict"].get<std::string>();
   v.verdict = verdict == "pass" ? CanaryVerdict::kPass : verdict == "fail" ? CanaryVerdict::kFail : CanaryVerdict::kHold;
+  std::string why = v.verdict == CanaryVerdict::kPass ? "" : cmp["reasons"].front().get<std::string>();
+  if (s.quality) {
+    // A quality regression removes traffic as a latency one does; fail outranks hold.
+    FP_ASSIGN_OR_RETURN(StageVerdict q, JudgeQuality(*s.quality, data, s.evidence_file));
+    v.detail["quality"] = q.detail;
+    if (q.verdict == CanaryVerdict::kFail && v.verdict != CanaryVerdict::kFail) {
+      why = q.reason;
+      v.verdict = CanaryVerdict::kFail;
+    } else if (q.verdict == CanaryVerdict::kHold && v.verdict == CanaryVerdict::kPass) {
+      why = q.reason;
+      v.verdict = CanaryVerdict::kHold;
+    }
+  }
   v.reason = v.verdict == CanaryVerdict::kPass
-                 ? fmt::format("{}: every metric passes per class and pooled{}", s.name, simulated_note)
-                 : fmt::format("{}: {}{}", s.name, cmp["reasons"].front().get<std::string>(), simulated_note);
+                 ? fmt::format("{}: every metric passes per class and pooled{}{}", s.name,
+                               s.quality ? ", and every protected quality slice holds" : "", simulated_note)
+                 : fmt::format("{}: {}{}", s.name, why, simulated_note);
   return v;
 }
 

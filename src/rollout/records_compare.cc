@@ -47,12 +47,23 @@ const std::vector<std::string>& RecordMetricNames() {
 
 Expected<Json> CompareRecordsFiles(const std::string& candidate, const std::string& baseline,
                                    const RecordsComparisonOptions& options) {
+  MetricPolicy shape;
+  shape.tolerance = options.tolerance;
+  shape.alpha = options.alpha;
+  shape.min_samples = options.min_samples;
+  for (Statistic st : options.statistics) shape.statistics.push_back(StatisticPolicy{st, Better::kLower, options.tolerance});
   std::vector<MetricPolicy> policies;
   for (const std::string& m : options.metrics) {
-    policies.push_back(MetricPolicy{m, Better::kLower, options.tolerance, options.alpha, options.min_samples});
+    policies.push_back(shape);
+    policies.back().name = m;
   }
   FP_ASSIGN_OR_RETURN(Json result, CompareRecordsWithPolicies(candidate, baseline, policies, options.format));
-  result["policy"] = {{"tolerance", options.tolerance}, {"alpha", options.alpha}, {"min_samples", options.min_samples}};
+  Json statistics = Json::array();
+  for (const StatisticPolicy& sp : StatisticsOf(shape)) statistics.push_back(StatisticName(sp.statistic));
+  result["policy"] = {{"tolerance", options.tolerance},
+                      {"alpha", options.alpha},
+                      {"min_samples", options.min_samples},
+                      {"statistics", statistics}};
   return result;
 }
 
@@ -89,8 +100,8 @@ Expected<Json> CompareRecordsWithPolicies(const std::string& candidate, const st
     };
     fill(cand, true);
     fill(base, false);
-    const StratifiedComparison s = CompareStratified(policy, strata);
-    metrics[m] = StratifiedJson(s);
+    const MetricVerdict s = CompareMetricStratified(policy, strata);
+    metrics[m] = MetricVerdictJson(s);
     any_fail |= s.verdict == CanaryVerdict::kFail;
     any_hold |= s.verdict == CanaryVerdict::kHold;
     if (s.verdict == CanaryVerdict::kFail) reasons.push_back(s.reason);

@@ -3,10 +3,12 @@
 // unwarmed, stale, no-data or changed evidence, each naming its reason; a rollback that
 // names the metric, removes the candidate's traffic and keeps its namespace; a ladder whose
 // shadow stage leads straight to promotion is refused.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -41,12 +43,40 @@ class RolloutLadder : public InScratch {
                         << "data: {warmed: " << (warmed ? "true" : "false") << ", requests: 500}\n";
   }
   static void Canary(const std::string& path, const std::string& candidate,
-                     const std::string& observed = "2026-11-30T12:00:00Z") {
+                     const std::string& observed = "2026-11-30T12:00:00Z", const std::string& extra = "") {
     std::ofstream(path) << "evidence: {kind: canary-metrics, observed_at: " << observed << ", source: canary controller}\n"
                         << "data:\n  candidate: {file: " << candidate << "/requests.jsonl, digest: '"
                         << DigestOf(testing::FileText(candidate + "/requests.jsonl")) << "'}\n"
                         << "  baseline: {file: base/requests.jsonl, digest: '" << DigestOf(testing::FileText("base/requests.jsonl"))
-                        << "'}\n";
+                        << "'}\n"
+                        << extra;
+  }
+  // `from`'s records with every time to first token at or above the 90th percentile
+  // tripled (the answer shifted with it), written to DIR/requests.jsonl.
+  static void TailTripled(const std::string& from, const std::string& dir) {
+    std::vector<Json> records;
+    std::vector<double> ttfts;
+    std::istringstream in(testing::FileText(from + "/requests.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      records.push_back(Json::parse(line));
+      const Json& r = records.back();
+      if (r["status"] == "ok") ttfts.push_back(r["first_token_s"].get<double>() - r["arrival_s"].get<double>());
+    }
+    std::sort(ttfts.begin(), ttfts.end());
+    const double p90 = ttfts[static_cast<size_t>(0.9 * static_cast<double>(ttfts.size()))];
+    std::string lines;
+    for (Json& r : records) {
+      if (r["status"] == "ok") {
+        const double ttft = r["first_token_s"].get<double>() - r["arrival_s"].get<double>();
+        if (ttft >= p90) {
+          r["first_token_s"] = r["first_token_s"].get<double>() + 2 * ttft;
+          r["finish_s"] = r["finish_s"].get<double>() + 2 * ttft;
+        }
+      }
+      lines += r.dump() + "\n";
+    }
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/requests.jsonl") << lines;
   }
   static constexpr std::string_view kLadder = R"(version: 1
 candidate: {revision: fp8-kv, namespace: atlas-fp8-kv}
@@ -85,8 +115,58 @@ TEST_F(RolloutLadder, ARegressionRollsBackNamingTheMetricAndKeepsTheNamespace) {
   EXPECT_EQ(doc["traffic"], 0);
   EXPECT_EQ(doc["rollback"]["serving"], "bf16");
   EXPECT_EQ(doc["rollback"]["retained_namespace"], "atlas-fp8-kv");
-  EXPECT_NE(doc["reasons"][0].get<std::string>().find("e2e_ms"), std::string::npos) << doc["reasons"];
+  // Both metrics regressed; the first in the ladder's order decides and is named.
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("canary-1: ttft_ms"), std::string::npos) << doc["reasons"];
+  const Json& metrics = doc["stages"][2]["comparison"]["metrics"];
+  EXPECT_EQ(metrics["ttft_ms"]["verdict"], "fail");
+  EXPECT_EQ(metrics["e2e_ms"]["verdict"], "fail");
   EXPECT_EQ(doc["stages"][3]["verdict"], "not reached");
+}
+
+TEST_F(RolloutLadder, ATailOnlyRegressionRollsBackNamingTheQuantile) {
+  TailTripled("base", "tail");
+  Canary("canary-1.yaml", "tail");
+  auto r = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  const Json doc = Json::parse(r.out);
+  EXPECT_EQ(doc["decision"], "rollback");
+  EXPECT_EQ(doc["stage"], "canary-1");
+  const std::string reason = doc["reasons"][0].get<std::string>();
+  EXPECT_NE(reason.find("ttft_ms: p95 "), std::string::npos) << reason;
+  const Json& ttft = doc["stages"][2]["comparison"]["metrics"]["ttft_ms"]["statistics"];
+  EXPECT_EQ(ttft["median"]["verdict"], "pass") << ttft["median"]["reason"];
+  EXPECT_EQ(ttft["p95"]["verdict"], "fail");
+  // A ladder that judges the median alone promotes the same evidence.
+  std::string median_only(kLadder);
+  for (size_t at; (at = median_only.find("min_samples: 30}")) != std::string::npos;) {
+    median_only.replace(at, 16, "min_samples: 30, statistics: [median]}");
+  }
+  std::ofstream("median-only.yaml") << median_only;
+  EXPECT_EQ(RunFleetplan({"rollout", "median-only.yaml", "--as-of", kAsOf}).code, 0);
+}
+
+TEST_F(RolloutLadder, AProtectedQualitySliceThatDropsRollsBackAndAMissingOneHolds) {
+  std::string ladder(kLadder);
+  const std::string canary1 = "evidence: canary-1.yaml, metrics: {ttft_ms: {min_samples: 30}, e2e_ms: {min_samples: 30}}";
+  ladder.replace(ladder.find(canary1), canary1.size(), canary1 + ", quality: {tolerance: 1%, slices: [math, code]}");
+  std::ofstream("ladder.yaml") << ladder;
+  Canary("canary-1.yaml", "same", "2026-11-30T12:00:00Z",
+         "  quality: {math: {candidate: 0.805, baseline: 0.81}, code: {candidate: 0.62, baseline: 0.70}}\n");
+  auto drop = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(drop.code, 1);
+  const Json doc = Json::parse(drop.out);
+  EXPECT_EQ(doc["decision"], "rollback");
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("protected quality regressed: code 0.62 against 0.7 (-11.4%"),
+            std::string::npos)
+      << doc["reasons"];
+  EXPECT_EQ(doc["stages"][2]["quality"]["slices"]["math"]["verdict"], "pass");
+  Canary("canary-1.yaml", "same", "2026-11-30T12:00:00Z", "  quality: {math: {candidate: 0.81, baseline: 0.81}}\n");
+  auto missing = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("no quality score for the protected slice(s) code"), std::string::npos) << missing.err;
+  Canary("canary-1.yaml", "same", "2026-11-30T12:00:00Z",
+         "  quality: {math: {candidate: 0.81, baseline: 0.81}, code: {candidate: 0.70, baseline: 0.70}}\n");
+  EXPECT_EQ(RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf}).code, 0);
 }
 
 TEST_F(RolloutLadder, UnwarmedStaleNoDataAndChangedEvidenceHold) {

@@ -40,9 +40,13 @@ TEST_F(RolloutVerb, ASlowerCandidateFailsAnIdenticalOnePassesAMissingClassHolds)
   EXPECT_EQ(slow.code, 1);
   const Json j = Json::parse(slow.out);
   EXPECT_EQ(j["verdict"], "fail");
-  EXPECT_EQ(j["metrics"]["e2e_ms"]["strata"]["chat"]["verdict"], "fail");
-  EXPECT_EQ(j["metrics"]["e2e_ms"]["strata"]["docs"]["verdict"], "fail");
-  EXPECT_GT(j["metrics"]["e2e_ms"]["aggregate"]["effect"].get<double>(), 0.05);
+  const Json& median = j["metrics"]["e2e_ms"]["statistics"]["median"];
+  EXPECT_EQ(median["strata"]["chat"]["verdict"], "fail");
+  EXPECT_EQ(median["strata"]["docs"]["verdict"], "fail");
+  EXPECT_GT(median["aggregate"]["effect"].get<double>(), 0.05);
+  // Judged on the median and p95 by default; both name their statistic.
+  EXPECT_EQ(j["policy"]["statistics"], Json::array({"median", "p95"}));
+  EXPECT_EQ(j["metrics"]["e2e_ms"]["statistics"]["p95"]["statistic"], "p95");
 
   auto missing = RunFleetplan({"rollout", "compare", "--candidate", "chat/requests.jsonl", "--baseline",
                                "base/requests.jsonl", "--metric", "ttft_ms"});

@@ -176,12 +176,18 @@ TEST_F(PlanTest, ARegressedCanaryMetricRollsBack) {
   Spit("b/rollout/records/slow.jsonl", out);
   Edit("b/rollout/canary-1.yaml", "records/shadow-candidate.jsonl", "records/slow.jsonl");
   Repin("b/rollout/canary-1.yaml", "records/slow.jsonl", "b/rollout/records/slow.jsonl");
+  // At the ladder's own minimum of 50 the research class (35 requests in the window) is
+  // short of samples: it cannot veto the rollback the aggregate and the other classes show.
+  Edit("b/rollout/ladder.yaml", "canary-1.yaml, metrics: {ttft_ms: {min_samples: 20}, e2e_ms: {min_samples: 20}}",
+       "canary-1.yaml, metrics: {ttft_ms: {min_samples: 50}, e2e_ms: {min_samples: 50}}");
   const Json plan = Plan();
   EXPECT_EQ(plan["decision"]["release"], "fail");
   EXPECT_EQ(Deciding(plan), std::set<std::string>{"rollout"}) << plan["decision"].dump(2);
   EXPECT_EQ(plan["rollout"]["decision"], "rollback");
   EXPECT_EQ(plan["rollout"]["rollback"]["serving"], "atlas-bf16");
   EXPECT_NE(ReasonOf(plan, "rollout").find("ttft_ms"), std::string::npos);
+  EXPECT_NE(ReasonOf(plan, "rollout").find("research short of samples (cannot veto a rollback)"), std::string::npos)
+      << ReasonOf(plan, "rollout");
 }
 
 TEST_F(PlanTest, StaleEvidenceFailsFreshnessNamingTheInputAndItsExpiry) {

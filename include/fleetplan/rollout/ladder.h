@@ -34,12 +34,22 @@
 
 namespace fleetplan {
 
+// Protected quality slices: a task score per slice (higher is better) in the canary
+// evidence's data (`quality: {SLICE: {candidate: 0.71, baseline: 0.72}}`) that may not drop
+// by more than `tolerance` (relative) in any listed slice; a listed slice the evidence
+// lacks holds the stage.
+struct QualityGate {
+  double tolerance = 0.01;
+  std::vector<std::string> slices;
+};
+
 struct LadderStage {
   std::string name;
   double traffic = 0;  // share of requests the candidate serves at this stage, [0, 1]
   std::string evidence_kind;  // "warmup", "canary-metrics", or empty (promotion)
   std::string evidence_file;  // resolved against the ladder's folder
   std::vector<MetricPolicy> metrics;  // canary stages: what is compared
+  std::optional<QualityGate> quality;
   std::optional<YamlNode> where;
 };
 

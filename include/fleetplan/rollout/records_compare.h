@@ -22,10 +22,11 @@ struct RecordsComparisonOptions {
   double tolerance = 0.05;
   double alpha = 0.05;
   int64_t min_samples = 50;
+  std::vector<Statistic> statistics;  // empty: median and p95 (compare.h)
   std::string format = "fleetplan";  // records format of both files (metrics/records_io.h)
 };
 
-// {"candidate", "baseline" (path, digest, records), "metrics": {name: StratifiedJson},
+// {"candidate", "baseline" (path, digest, records), "metrics": {name: MetricVerdictJson},
 //  "verdict": pass | fail | hold, "reasons": [...]}: fail when a metric fails, hold when
 // none fails and one holds; the reasons list failures first, then holds.
 Expected<Json> CompareRecordsFiles(const std::string& candidate, const std::string& baseline,
