@@ -620,6 +620,24 @@ void Simulation::AddComponentReports(Duration span, Json& report) const {
 }
 
 void Simulation::MaybeStart(int32_t replica, SimTime now) {
+  FP_ASSERT(now == now_);
+  Replica& rep = table_[static_cast<size_t>(replica)];
+  if (rep.start_pending) return;
+  rep.start_pending = true;
+  pending_starts_.push_back(replica);
+}
+
+void Simulation::StartPending() {
+  // A start may ask for more (a release lets a component submit): they join the list.
+  for (size_t i = 0; i < pending_starts_.size(); ++i) {
+    const int32_t replica = pending_starts_[i];
+    table_[static_cast<size_t>(replica)].start_pending = false;
+    StartIfIdle(replica, now_);
+  }
+  pending_starts_.clear();
+}
+
+void Simulation::StartIfIdle(int32_t replica, SimTime now) {
   Replica& rep = table_[static_cast<size_t>(replica)];
   if (rep.setup.lockstep_group >= 0) {
     MaybeStartGroup(replica, now);
@@ -779,12 +797,15 @@ Status Simulation::Start(RequestSource* source, const ProgressFn& progress) {
 }
 
 Status Simulation::HandleEvents(SimTime until) {
+  if (!pending_starts_.empty()) StartPending();  // asked for outside an event (Start, a push)
   while (!stop_requested_ && !queue_.empty() && queue_.top().time <= until) {
     const Event e = queue_.Pop();
     if (e.passive && Drained()) continue;
     now_ = e.time;
     queue_.handler(e.handler)->OnEvent(e);
     if (pulled_.empty() || source_told_) FP_RETURN_IF_ERROR(PullArrival());
+    // The instant's last event handled: the steps asked for in it start now.
+    if (!pending_starts_.empty() && (queue_.empty() || queue_.top().time > now_)) StartPending();
     if (event_hook_) event_hook_();
     if (progress_ && (++handled_ % kProgressEvents) == 0) progress_(now_, requests_done_);
   }

@@ -235,6 +235,69 @@ TEST(PushApi, SubmitCancelRunUntilAndTokenEvents) {
   EXPECT_LE(tokens[2].back().at, SimTime() + Ms(600));
 }
 
+// Records every step's shape.
+class Steps final : public EngineObserver {
+ public:
+  void OnRequestDone(const RequestOutcome& o) override { EXPECT_EQ(o.status, RequestStatus::kOk) << o.id; }
+  void OnStep(const StepRecord& step) override { shapes.push_back(step.shape); }
+  std::vector<StepShape> shapes;
+};
+
+std::vector<StepShape> StepsOf(FleetPlan plan, const std::vector<Request>& submitted) {
+  plan.pools[0].replicas = 1;
+  Steps steps;
+  auto sim = Simulation::Create(plan.Setup(), &steps);
+  EXPECT_TRUE(sim.ok());
+  Simulation& s = **sim;
+  EXPECT_TRUE(s.Start(nullptr).ok());
+  for (const Request& r : submitted) EXPECT_TRUE(s.Submit(r).ok());
+  EXPECT_TRUE(s.Finish().ok());
+  return steps.shapes;
+}
+
+// The scheduler exercise: a token budget of 16 in chunks of 8. A (16 prompt tokens) and B
+// (4) arrive at the same instant: both are waiting when the first step is planned, so it
+// holds A's first 8 tokens and all of B's, as vLLM's scheduler plans it.
+TEST(SameInstantAdmission, ArrivalsAtOneInstantShareTheFirstStepInEitherOrder) {
+  std::string text = TwoReplicas(kChat);
+  const std::string scheduler = "policy: decode-first, max_batched_tokens: 4096";
+  text.replace(text.find(scheduler), scheduler.size(), "policy: bounded-chunk, chunk_tokens: 8, max_batched_tokens: 16");
+  const FleetPlan plan = BindText(text);
+  const Request a = Chat(1, SimTime() + Ms(3), 16, 2), b = Chat(2, SimTime() + Ms(3), 4, 2);
+  for (const std::vector<Request>& order : {std::vector<Request>{a, b}, std::vector<Request>{b, a}}) {
+    const std::vector<StepShape> steps = StepsOf(plan, order);
+    ASSERT_GE(steps.size(), 2u);
+    EXPECT_EQ(steps[0].prefill_seqs, 2);
+    EXPECT_EQ(steps[0].prefill_tokens, 12);  // A 8 + B 4
+    EXPECT_EQ(steps[1].prefill_tokens, 8);   // A's last 8
+  }
+}
+
+// Property: any number of arrivals at one instant, submitted in any order, give the same
+// steps (seeded shuffles).
+TEST(SameInstantAdmission, RandomOrdersOfOneInstantGiveTheSameSteps) {
+  const FleetPlan plan = BindText(TwoReplicas(kChat));
+  RngStream rng(11, "same-instant");
+  for (int trial = 0; trial < 20; ++trial) {
+    const int n = 2 + static_cast<int>(rng.NextBelow(12));
+    const SimTime at = SimTime() + Ms(static_cast<int64_t>(rng.NextBelow(50)));
+    std::vector<Request> requests;
+    for (int i = 0; i < n; ++i) {
+      requests.push_back(Chat(i + 1, at, 10 + static_cast<int64_t>(rng.NextBelow(200)), 1 + static_cast<int64_t>(rng.NextBelow(8))));
+    }
+    const std::vector<StepShape> in_order = StepsOf(plan, requests);
+    ASSERT_FALSE(in_order.empty());
+    EXPECT_EQ(in_order[0].prefill_seqs, n) << "trial " << trial;
+    for (size_t i = requests.size() - 1; i > 0; --i) std::swap(requests[i], requests[rng.NextBelow(i + 1)]);
+    const std::vector<StepShape> shuffled = StepsOf(plan, requests);
+    ASSERT_EQ(shuffled.size(), in_order.size()) << "trial " << trial;
+    for (size_t k = 0; k < in_order.size(); ++k) {
+      EXPECT_EQ(shuffled[k].prefill_tokens, in_order[k].prefill_tokens) << "trial " << trial << " step " << k;
+      EXPECT_EQ(shuffled[k].decode_seqs, in_order[k].decode_seqs) << "trial " << trial << " step " << k;
+    }
+  }
+}
+
 TEST(PushApi, CancelBeforeArrivalEndsTheRequestAtItsArrival) {
   FleetPlan plan = BindText(TwoReplicas(kChat));
   Outcomes outcomes;

@@ -41,7 +41,7 @@ Request MakeRequest(RequestId id, int64_t prompt, int64_t output) {
 }
 
 // A (1000-token prompt, 2 tokens) goes to replica 0, B (100 tokens, 3 tokens) to replica 1,
-// both at time 0, A first.
+// both at time 0, A submitted first.
 std::map<RequestId, RequestOutcome> RunTwo(int32_t group, std::vector<StepRecord>* steps) {
   FleetSetup setup;
   EngineConfig e;
@@ -78,21 +78,22 @@ TEST(LockStep, EveryMemberEndsItsStepWhenTheSlowestDoes) {
   const auto o = RunTwo(0, &steps);
   ASSERT_EQ(o.at(1).replica, 0);
   ASSERT_EQ(o.at(2).replica, 1);
-  // Step 1 starts on A's arrival: A's prefill, 11 ms. B arrives while it is in flight and
-  // waits for the group's next step (vLLM: the idle rank is inside a dummy step).
+  // Both arrive at time 0, so both are waiting when the group's first step is planned
+  // (same-instant admission): A's prefill (11 ms) and B's (2 ms) run in one group step
+  // that ends when the slowest member does, at 11 ms.
   EXPECT_EQ(o.at(1).first_token->ns(), Us(11'000).ns());
-  // Step 2: A's decode (1.1 ms) and B's prefill (2 ms): both end at 13 ms.
-  EXPECT_EQ(o.at(1).finish->ns(), Us(13'000).ns());
-  EXPECT_EQ(o.at(2).first_token->ns(), Us(13'000).ns());
-  // Steps 3 and 4: B alone (replica 0 has no work and sits them out), 1.1 ms each.
-  EXPECT_EQ(o.at(2).finish->ns(), Us(15'200).ns());
+  EXPECT_EQ(o.at(2).first_token->ns(), Us(11'000).ns());
+  // Step 2: both decode (1.1 ms each), ending at 12.1 ms: A's second and last token.
+  EXPECT_EQ(o.at(1).finish->ns(), Us(12'100).ns());
+  // Step 3: B alone (replica 0 has no work and sits it out), 1.1 ms.
+  EXPECT_EQ(o.at(2).finish->ns(), Us(13'200).ns());
   ASSERT_EQ(steps.size(), 5u);
-  // A's decode step kept its own GPU time; its record spans the wait for B's prefill.
+  // B's prefill step kept its own GPU time; its record spans the wait for A's prefill.
   int64_t stretched = 0;
   for (const StepRecord& s : steps) {
-    if (s.replica == 0 && s.start == SimTime() + Ms(11)) {
-      EXPECT_EQ(s.gpu, Us(1'100));
-      EXPECT_EQ(s.end, SimTime() + Ms(13));
+    if (s.replica == 1 && s.start == SimTime()) {
+      EXPECT_EQ(s.gpu, Us(2'000));
+      EXPECT_EQ(s.end, SimTime() + Ms(11));
       ++stretched;
     }
   }

@@ -357,10 +357,17 @@ class Simulation final : public EventHandler {
   // Schedules this request's client cancellation (kernel event; the replica is looked up
   // when it fires).
   void ScheduleCancel(const Request& r, SimTime now);
+  // Asks for a step on `replica` once every event of this instant has been handled:
+  // same-instant admission — every arrival at or before a step's start is waiting when
+  // the step is planned, whatever order the instant's events came in (vLLM's scheduler
+  // sees every waiting request). `now` is the current simulated time.
+  void MaybeStart(int32_t replica, SimTime now);
   // Starts a step on `replica` if it is idle with work, unless the replica is inside an
   // engine call already (its callbacks can reach here); the caller of that engine call
   // starts it afterwards.
-  void MaybeStart(int32_t replica, SimTime now);
+  void StartIfIdle(int32_t replica, SimTime now);
+  // The starts asked for in this instant, in the order they were asked.
+  void StartPending();
   // MaybeStart for a replica of a lock-step group (ReplicaSetup::lockstep_group).
   void MaybeStartGroup(int32_t replica, SimTime now);
   // After `replica` may have freed blocks: the components' AfterRelease.
@@ -388,6 +395,7 @@ class Simulation final : public EventHandler {
     // awaiting one is asked for.
     std::deque<std::pair<int64_t, RequestId>> awaiting_first_token;
     bool in_engine_call = false;  // inside StartStep, FinishStep or Cancel
+    bool start_pending = false;   // in pending_starts_
     std::optional<DrainExpiry> lost;  // its drain's grace ran out: how it gives requests up
   };
   // A request given up from a lost replica's engine, until its engine outcome (at once,
@@ -454,6 +462,7 @@ class Simulation final : public EventHandler {
   FleetObserver* fleet_observer_ = nullptr;
   std::unique_ptr<Forwarder> forwarder_;
   std::vector<Replica> table_;
+  std::vector<int32_t> pending_starts_;  // MaybeStart's, until the instant's events are handled
   std::vector<int32_t> ready_all_;
   std::vector<int32_t> ready_serving_;
   std::vector<int32_t> ready_prefill_;
