@@ -68,7 +68,8 @@ EngineStats& EngineStats::operator+=(const EngineStats& o) {
   return *this;
 }
 
-Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled, bool speculation_enabled) const {
+Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled,
+                         std::optional<SpeculationBasis> speculation_basis) const {
   Json j;
   j["steps"] = steps;
   j["prefill_tokens"] = prefill_tokens;
@@ -98,7 +99,7 @@ Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enab
                                     : 0.0;
   j["prefix_cache"] = std::move(cache);
   j["cuda_graphs"] = cuda_graphs.ToJson(cuda_graphs_enabled);
-  if (speculation_enabled) j["speculation"] = speculation.ToJson(true);
+  if (speculation_basis) j["speculation"] = speculation.ToJson(*speculation_basis);
   Json batches = Json::array();
   for (size_t b = 0; b < decode_batch_steps.size(); ++b) {
     if (decode_batch_steps[b] > 0) batches.push_back(Json::array({static_cast<int64_t>(b), decode_batch_steps[b]}));
@@ -735,6 +736,16 @@ Duration Engine::DraftTime() {
   }
 }
 
+void Engine::CountOrdinaryEquivalent() {
+  draft_chunks_.clear();
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    draft_chunks_.push_back(plan_[i].drafted > 0 ? StepChunk{chunks_[i].context_tokens, 1, true} : chunks_[i]);
+  }
+  SpeculationCounters& c = stats_.speculation;
+  c.verify_step_time += step_gpu_;
+  c.ordinary_step_time += cost_->Cost(draft_chunks_).gpu;
+}
+
 void Engine::SchedulePartialPrefills(int64_t& budget) {
   std::vector<int32_t> order;
   for (int32_t slot : running_) {
@@ -833,6 +844,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
     const Duration draft = DraftTime();
     stats_.speculation.draft_time += draft;
     step_gpu_ += draft;
+    CountOrdinaryEquivalent();
   }
   step_end_ = now + step_host_ + step_gpu_;
   if (cost.extrapolated) ++stats_.extrapolated_steps;

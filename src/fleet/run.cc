@@ -167,7 +167,7 @@ FleetResult Collect(Simulation& sim, Report report, Duration span) {
   return r;
 }
 
-Json EngineJson(const FleetResult& r, bool cuda_graphs, bool speculation) {
+Json EngineJson(const FleetResult& r, bool cuda_graphs, std::optional<SpeculationBasis> speculation) {
   Json replicas = Json::array();
   for (const ReplicaResult& rep : r.replicas) {
     Json j = rep.engine.ToJson(rep.kv_blocks, r.span, cuda_graphs, speculation);
@@ -298,6 +298,15 @@ std::string SummaryText(const FleetPlan& plan, uint64_t seed, const FleetResult&
                        sc.verify_steps, per(sc.accepted_tokens, sc.rounds), per(sc.emitted_tokens, sc.rounds),
                        100.0 * per(sc.accepted_tokens, sc.drafted_tokens), sc.ordinary_decodes,
                        sc.draft_time.seconds());
+    if (const auto cost = sc.Economics(plan.engine.speculation.basis)) {
+      out += fmt::format("speculation cost ({} basis): a verify step {:.3g} ms against {:.3g} ms for the same step "
+                         "decoding ordinarily: {:.3g} ms per emitted token, {} per accepted token: {}\n",
+                         SpeculationBasisName(cost->basis), cost->round_ms, cost->ordinary_ms, cost->per_emitted_ms,
+                         cost->per_accepted_ms ? fmt::format("{:.3g} ms", *cost->per_accepted_ms) : "n/a",
+                         cost->pays ? "pays" : fmt::format("does not pay (break-even {:.3g} accepted per round, "
+                                                           "{:.3g} accepted)", cost->break_even_accepted,
+                                                           cost->mean_accepted));
+    }
   }
   out += ReplicaLines(r, pooled);
   for (const std::string& line : r.component_lines) out += line;
@@ -429,7 +438,9 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   j["workload"] = source->Describe();
   j["deployment"] = MemoryJson(plan);
   j["step_model"] = plan.primary_pool().cost->Describe();
-  j["engine"] = EngineJson(fleet, plan.cuda_graphs.enabled(), plan.engine.speculation.enabled());
+  j["engine"] = EngineJson(fleet, plan.cuda_graphs.enabled(),
+                          plan.engine.speculation.enabled() ? std::optional(plan.engine.speculation.basis)
+                                                            : std::nullopt);
   j["replicas"] = sim->ReplicaReportJson(span, &j["engine"]["replicas"]);
   sim->AddComponentReports(span, j);
   j["overload"] = OverloadJson(fleet.overload);

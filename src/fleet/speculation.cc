@@ -13,6 +13,7 @@ namespace section {
 namespace {
 
 const std::vector<std::string> kMethods = {"draft", "ngram"};
+const std::vector<std::string> kBases = {"emitted", "accepted"};
 
 Expected<std::vector<double>> DeclaredAcceptance(const YamlNode& node, int64_t k) {
   FP_ASSIGN_OR_RETURN(std::vector<YamlNode> items, node.Items());
@@ -111,6 +112,9 @@ Status ReadSpeculation(const YamlNode& node, Scenario& s) {
         "expected an integer >= 2 (a request with one token left has nothing to draft), got {}", c.min_remaining));
   }
   NoteDefault(node["min_remaining"], "2", s);
+  FP_ASSIGN_OR_RETURN(std::string basis, ReadChoice(node["basis"], "emitted", "speculation cost basis", kBases));
+  c.basis = *ParseSpeculationBasis(basis);
+  NoteDefault(node["basis"], "emitted", s);
   if (c.method == "draft") {
     FP_RETURN_IF_ERROR(ReadDraft(node["draft"], s));
   } else if (node["draft"].present()) {

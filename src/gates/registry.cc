@@ -14,7 +14,8 @@ const std::vector<GateRow>& GateRows() {
        "does a draft pay for itself against ordinary decoding; which of two drafts is cheaper",
        "ROUNDS.jsonl [ROUNDS2.jsonl]: one speculative round per line (draft, target, draft_ms, verify_ms)", 1, 2,
        {{"--ordinary", "measured cost of one ordinary decode step (e.g. 8ms); required"},
-        {"--policy", "policy YAML: min_rounds, min_acceptance_rate, min_remaining_output, graph_buckets, memory"}},
+        {"--policy", "policy YAML: basis, min_rounds, min_acceptance_rate, min_remaining_output, graph_buckets, memory"},
+        {"--basis", "emitted (default: the target's own token counts) or accepted (the conservative rule); overrides the policy's"}},
        "  fleetplan gate speculation rounds.jsonl --ordinary 8ms\n"
        "  fleetplan gate speculation draft_a.jsonl draft_b.jsonl --ordinary 8ms --json\n",
        &RunSpeculationRequest},

@@ -174,8 +174,17 @@ PairedComparison ComparePaired(const SpecRounds& first, const SpecRounds& second
 Expected<SpecPolicy> ReadSpecPolicy(const YamlNode& root) {
   SpecPolicy p;
   if (!root.present() || root.IsNull()) return p;
-  FP_RETURN_IF_ERROR(root.CheckKeys({"min_rounds", "min_acceptance_rate", "min_remaining_output",
+  FP_RETURN_IF_ERROR(root.CheckKeys({"basis", "min_rounds", "min_acceptance_rate", "min_remaining_output",
                                      "graph_buckets", "memory"}));
+  if (root["basis"].present()) {
+    FP_ASSIGN_OR_RETURN(std::string basis, root["basis"].AsString());
+    const std::optional<SpeculationBasis> parsed = ParseSpeculationBasis(basis);
+    if (!parsed) {
+      return root["basis"].Error(fmt::format("expected basis: emitted (the target's own token counts) or basis: "
+                                             "accepted (only accepted drafts count), got '{}'", basis));
+    }
+    p.basis = *parsed;
+  }
   if (root["min_rounds"].present()) {
     FP_ASSIGN_OR_RETURN(p.min_rounds, root["min_rounds"].AsIntAtLeast(1));
   }
@@ -287,24 +296,36 @@ SpecDraftResult DecideDraft(const SpecRounds& f, double ordinary_ms, const SpecP
                                     a.error_rounds, a.first_error_line));
     d.checks.push_back(FailCheck("verification", d.reasons.back(), {{"error_rounds", a.error_rounds}}));
   }
-  const Json cost = {{"cost_per_emitted_ms", ReportMs(a.cost_per_emitted_ms)},
-                     {"ordinary_ms", ReportMs(ordinary_ms)},
-                     {"mean_accepted", RoundForReport(a.mean_accepted)},
-                     {"break_even_accepted", RoundForReport(a.break_even_accepted)}};
-  const bool cheaper = a.cost_per_emitted_ms < ordinary_ms;
-  if (cheaper) {
-    d.checks.push_back(PassCheck("cost", fmt::format("{:.4g} ms per emitted token < {:.4g} ms ordinary "
-                                                     "(mean accepted {:.4g} > break-even {:.4g})",
-                                                     a.cost_per_emitted_ms, ordinary_ms, a.mean_accepted,
-                                                     a.break_even_accepted), cost));
+  d.economics = JudgeSpeculationCost(p.basis, a.mean_round_ms, a.mean_accepted, ordinary_ms);
+  const SpeculationEconomics& e = d.economics;
+  const std::string basis(SpeculationBasisName(p.basis));
+  // The figure the basis decides on, compared with ordinary decoding; the other alongside.
+  const auto ms = [](std::optional<double> v) { return v ? fmt::format("{:.4g} ms", *v) : std::string("n/a"); };
+  const bool emitted = p.basis == SpeculationBasis::kEmitted;
+  const std::string deciding =
+      emitted ? fmt::format("{:.4g} ms per emitted token", e.per_emitted_ms)
+              : fmt::format("{} per accepted token", ms(e.per_accepted_ms));
+  const std::string other = emitted ? fmt::format("{} per accepted token", ms(e.per_accepted_ms))
+                                    : fmt::format("{:.4g} ms per emitted token", e.per_emitted_ms);
+  const std::string figures =
+      fmt::format("{} {} {:.4g} ms ordinary ({}; mean accepted {:.4g} {} break-even {:.4g})", deciding,
+                  e.pays ? "<" : ">=", ordinary_ms, other, a.mean_accepted, e.pays ? ">" : "<=",
+                  e.break_even_accepted);
+  const Json cost = SpeculationEconomicsJson(e);
+  if (a.mean_round_ms <= 0) {
+    d.reasons.push_back(fmt::format("the {} rounds cost 0 ms (draft_ms + verify_ms): they measured no time, so "
+                                    "nothing says what speculation costs", a.rounds));
+    d.checks.push_back(HoldCheck("cost", d.reasons.back(), cost));
+  } else if (e.pays) {
+    d.checks.push_back(PassCheck("cost", fmt::format("on the {} basis, {}", basis, figures), cost));
   } else {
-    d.reasons.push_back(fmt::format("not cheaper: {:.4g} ms per emitted token >= {:.4g} ms ordinary (mean accepted "
-                                    "{:.4g} <= break-even {:.4g})", a.cost_per_emitted_ms, ordinary_ms,
-                                    a.mean_accepted, a.break_even_accepted));
+    d.reasons.push_back(fmt::format("not cheaper on the {} basis: {}", basis, figures));
     d.checks.push_back(FailCheck("cost", d.reasons.back(), cost,
                                  fmt::format("mean_accepted > {:.4g} at the same round cost, or a mean round "
                                              "below {:.4g} ms at the same acceptance",
-                                             a.break_even_accepted, a.mean_emitted * ordinary_ms)));
+                                             e.break_even_accepted,
+                                             (p.basis == SpeculationBasis::kEmitted ? a.mean_emitted : a.mean_accepted) *
+                                                 ordinary_ms)));
   }
   const size_t before = d.reasons.size();
   ApplyPolicy(p, a, d);
@@ -338,6 +359,7 @@ Json AnalysisJson(const SpecDraftResult& d) {
             {"round_p95_ms", ReportMs(a.round_p95_ms)},
             {"acceptance_by_position", {{"conditional", rounded(a.conditional)}, {"cumulative", rounded(a.cumulative)}}},
             {"break_even_accepted", RoundForReport(a.break_even_accepted)},
+            {"cost", SpeculationEconomicsJson(d.economics)},
             {"verdict", d.verdict},
             {"decision", GateDecisionName(d.decision)},
             {"reasons", d.reasons},
@@ -362,8 +384,12 @@ std::string DraftText(const SpecDraftResult& d, double ordinary_ms) {
   for (double x : a.cumulative) cum.push_back(fmt::format("{:.3g}", x));
   out += fmt::format("  acceptance by position: conditional [{}], cumulative [{}]\n", fmt::join(cond, ", "),
                      fmt::join(cum, ", "));
-  out += fmt::format("  break-even: {:.4g} accepted tokens per round against {:.4g} ms ordinary decode\n",
-                     a.break_even_accepted, ordinary_ms);
+  const SpeculationEconomics& e = d.economics;
+  out += fmt::format("  break-even against {:.4g} ms ordinary decode: {:.4g} accepted tokens per round on the emitted "
+                     "basis, {:.4g} on the accepted basis\n",
+                     ordinary_ms, a.mean_round_ms / ordinary_ms - 1, a.mean_round_ms / ordinary_ms);
+  out += fmt::format("  decided on the {} basis: {}\n", SpeculationBasisName(e.basis),
+                     e.pays ? "pays" : "does not pay");
   out += fmt::format("  verdict: {} (decision: {})\n", d.verdict, GateDecisionName(d.decision));
   for (const std::string& c : d.conditions) out += fmt::format("  condition: {}\n", c);
   out += ChecksText(d.checks, "    ");
@@ -441,6 +467,11 @@ Expected<GateReport> RunSpeculationRequest(const GateRequest& request) {
   SpecPolicy policy;
   if (std::optional<std::string> path = request.Option("--policy")) {
     FP_ASSIGN_OR_RETURN(policy, LoadSpecPolicy(*path));
+  }
+  if (std::optional<std::string> basis = request.Option("--basis")) {
+    const std::optional<SpeculationBasis> parsed = ParseSpeculationBasis(*basis);
+    if (!parsed) return UsageError(fmt::format("--basis: expected emitted or accepted, got '{}'", *basis));
+    policy.basis = *parsed;
   }
   std::vector<SpecRounds> files;
   for (const std::string& path : request.files) {

@@ -3,12 +3,14 @@
 // lightly loaded replica's latency and lowers the goodput of the same replica under load.
 #include "fleetplan/fleet/speculation.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
 
 #include "fleetplan/core/json.h"
+#include "fleetplan/engine/speculation.h"
 #include "fleetplan/fleet/fleet_plan.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
@@ -132,6 +134,38 @@ TEST(FleetSpeculation, NgramDraftsCostNoMemoryAndTheReportCountsRounds) {
   EXPECT_EQ(r->report["deployment"]["kv_blocks_per_replica"], plain->report["deployment"]["kv_blocks_per_replica"]);
 }
 
+// The report judges what the run's speculation cost by the gate's rule
+// (JudgeSpeculationCost) on the declared basis; a low-acceptance draft that pays per
+// emitted token does not per accepted token.
+TEST(FleetSpeculation, TheReportJudgesTheCostByTheGatesRuleOnTheDeclaredBasis) {
+  const std::string weak =
+      "  speculation:\n"
+      "    method: draft\n"
+      "    draft: {model: llama-3.1-8b}\n"
+      "    tokens_per_round: 2\n"
+      "    acceptance: [0.6, 0.4]\n";
+  for (const char* basis : {"emitted", "accepted"}) {
+    auto r = RunText(Scenario70b("0.5/s", "30s", weak + "    basis: " + basis + "\n"));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const Json& sc = r->report["engine"]["speculation"];
+    const Json& cost = sc["cost"];
+    ASSERT_TRUE(cost.is_object()) << sc.dump();
+    EXPECT_EQ(cost["basis"], basis);
+    const double round = cost["round_ms"].get<double>(), ordinary = cost["ordinary_ms"].get<double>();
+    const double accepted = cost["mean_accepted"].get<double>();
+    EXPECT_NEAR(accepted, sc["mean_accepted"].get<double>(), 1e-6);
+    EXPECT_GT(ordinary, 0.0);
+    EXPECT_GT(round, ordinary);  // the draft's steps and the larger verify chunks add time
+    EXPECT_NEAR(cost["cost_per_emitted_ms"].get<double>(), round / (accepted + 1), 1e-3 * round);
+    EXPECT_NEAR(cost["cost_per_accepted_ms"].get<double>(), round / accepted, 1e-3 * round);
+    const SpeculationEconomics rule = JudgeSpeculationCost(
+        std::string(basis) == "emitted" ? SpeculationBasis::kEmitted : SpeculationBasis::kAccepted, round, accepted,
+        ordinary);
+    EXPECT_EQ(cost["pays"].get<bool>(), rule.pays);
+    EXPECT_NE(r->summary.find(fmt::format("speculation cost ({} basis)", basis)), std::string::npos) << r->summary;
+  }
+}
+
 TEST(FleetSpeculation, AcceptanceFromAMeasuredRoundsFile) {
   const std::string dir = ::testing::TempDir();
   {
@@ -176,6 +210,7 @@ TEST(FleetSpeculation, BadSectionsAreLocatedErrors) {
       {"  speculation: {method: draft, tokens_per_round: 1, acceptance: [0.5], draft: {model: llama-9b}}\n",
        "engine.speculation.draft.model"},
       {"  speculation: {method: ngram, tokens_per_round: 1, acceptance: [0.5], batch: 3}\n", "unknown field 'batch'"},
+      {"  speculation: {method: ngram, tokens_per_round: 1, acceptance: [0.5], basis: tokens}\n", "emitted"},
       {"  speculation: {method: ngram, tokens_per_round: 1, acceptance: {rounds: missing.jsonl}}\n", "missing.jsonl"},
   };
   for (const Case& c : cases) {

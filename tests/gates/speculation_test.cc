@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -99,6 +100,58 @@ TEST(SpeculationGate, NotCheaperIsAReasonedOrdinaryWithTheNearestPassingValue) {
   // break-even = 13.333 / 4 - 1 = 2.333 accepted; at 8/3 emitted the round must cost < 10.67 ms.
   EXPECT_EQ(d.checks.back().nearest_passing,
             "mean_accepted > 2.333 at the same round cost, or a mean round below 10.67 ms at the same acceptance");
+}
+
+// The book's example: 4 drafted, 1.3 accepted on average, 3 + 9 ms a round, 8 ms an
+// ordinary decode step. Ten rounds accepting 1, 1, 1, 2, 1, 2, 1, 1, 2, 1.
+std::string BookRounds(double draft_ms = 3, double verify_ms = 9) {
+  std::string text = std::string(kIdentity) + "\n";
+  for (int accepted : {1, 1, 1, 2, 1, 2, 1, 1, 2, 1}) {
+    std::vector<int> target = {1, 2, 3, 4};
+    target[static_cast<size_t>(accepted)] = 9;  // the first disagreement
+    text += fmt::format(R"({{"draft": [1, 2, 3, 4], "target": [{}], "draft_ms": {}, "verify_ms": {}}})", fmt::join(target, ", "),
+                        draft_ms, verify_ms) +
+            "\n";
+  }
+  return text;
+}
+
+TEST(SpeculationGate, TheBasisDecidesTheBooksExampleBothWays) {
+  SpecPolicy emitted = OneRoundPolicy();
+  const SpecGateResult e = RunSpeculationGate({Parse(BookRounds())}, 8.0, emitted, 1);
+  EXPECT_EQ(e.drafts[0].verdict, "speculate");  // 12 / 2.3 = 5.217 ms per emitted token
+  EXPECT_NEAR(e.drafts[0].economics.per_emitted_ms, 12.0 / 2.3, 1e-9);
+  ASSERT_TRUE(e.drafts[0].economics.per_accepted_ms.has_value());
+  EXPECT_NEAR(*e.drafts[0].economics.per_accepted_ms, 12.0 / 1.3, 1e-9);
+  SpecPolicy accepted = OneRoundPolicy();
+  accepted.basis = SpeculationBasis::kAccepted;
+  const SpecGateResult a = RunSpeculationGate({Parse(BookRounds())}, 8.0, accepted, 1);
+  const SpecDraftResult& d = a.drafts[0];
+  EXPECT_EQ(d.verdict, "ordinary");  // the book's conclusion: 9.23 ms per accepted token
+  EXPECT_EQ(d.decision, GateDecision::kFail);
+  ASSERT_FALSE(d.reasons.empty());
+  EXPECT_THAT(d.reasons[0], HasSubstr("9.231 ms per accepted token >= 8 ms ordinary (5.217 ms per emitted token"));
+  EXPECT_THAT(d.reasons[0], HasSubstr("not cheaper on the accepted basis: "));
+  EXPECT_DOUBLE_EQ(d.economics.break_even_accepted, 12.0 / 8.0);
+  const Json j = ToJson(a);
+  EXPECT_EQ(j["cost"]["basis"], "accepted");
+  EXPECT_EQ(j["cost"]["pays"], false);
+  // The policy file names it; another word is a located error.
+  Expected<YamlDocument> doc = YamlDocument::LoadString("basis: accepted\n", "policy.yaml");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(ReadSpecPolicy(doc->root())->basis, SpeculationBasis::kAccepted);
+  Expected<YamlDocument> bad = YamlDocument::LoadString("basis: tokens\n", "policy.yaml");
+  const auto refused = ReadSpecPolicy(bad->root());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("policy.yaml:1:8: basis: expected basis: emitted"));
+}
+
+TEST(SpeculationGate, RoundsThatCostNothingHoldInsteadOfPassing) {
+  const SpecGateResult r = RunSpeculationGate({Parse(BookRounds(0, 0))}, 8.0, OneRoundPolicy(), 1);
+  EXPECT_EQ(r.drafts[0].decision, GateDecision::kHold);
+  EXPECT_EQ(r.drafts[0].verdict, "ordinary");
+  ASSERT_FALSE(r.drafts[0].reasons.empty());
+  EXPECT_THAT(r.drafts[0].reasons[0], HasSubstr("the 10 rounds cost 0 ms"));
 }
 
 TEST(SpeculationGate, UnidentifiedRoundsHold) {

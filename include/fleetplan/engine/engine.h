@@ -266,7 +266,9 @@ struct EngineStats {
   // `cuda_graphs` (GraphCounters::ToJson) is always present, `enabled` false when off;
   // `speculation` (SpeculationCounters::ToJson) only when it is on; `decode_batches`
   // lists [batch size, decode-only steps] for every size that ran.
-  Json ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled, bool speculation_enabled = false) const;
+  // `speculation_basis`: present when speculation is on, the basis its cost is judged on.
+  Json ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enabled,
+              std::optional<SpeculationBasis> speculation_basis = std::nullopt) const;
   // Fleet totals: counts, integrals and histograms add, max_decode_gap takes the maximum; the sum of
   // kv_peak_blocks is not a fleet peak (callers must not report it as one). Per-class
   // counters are left alone (read them per replica: Engine::prefix_cache_for_class).
@@ -467,6 +469,8 @@ class Engine {
   // and the draft model's GPU time for the rounds in the plan.
   int64_t DraftTokens(const Live& l, int64_t budget) const;
   Duration DraftTime();
+  // Costs the planned step with every round an ordinary decode, into the counters.
+  void CountOrdinaryEquivalent();
   int64_t CapByStepTime(int64_t new_tokens, int64_t context) const;
   void InsertRunning(int32_t slot);
   void RemoveRunning(int32_t slot);
@@ -546,7 +550,7 @@ class Engine {
   std::vector<Planned> plan_;
   std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
   int64_t step_verify_tokens_ = 0;     // tokens of the step's verification chunks
-  std::vector<StepChunk> draft_chunks_;  // DraftTime's scratch
+  std::vector<StepChunk> draft_chunks_;  // DraftTime's and CountOrdinaryEquivalent's scratch
   std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;
   int64_t outstanding_tokens_ = 0;

@@ -17,10 +17,14 @@
 //                      before were and j was drafted; 0 when no round got there)
 //     cumulative[j]  = #(a >= j) / #rounds   (vLLM's cumulative per-position acceptance)
 //   break_even_accepted = mean(c) / ordinary_ms - 1: the mean accepted tokens per round at
-//     which a round's cost per emitted token equals one ordinary decode step.
-// Verdict: `speculate` when cost_per_emitted_ms < ordinary_ms (equivalently
-// mean_accepted > break_even_accepted), no round reports an error and no policy rule
-// turns speculation off; `ordinary` otherwise, with the reason.
+//     which a round's cost per emitted token equals one ordinary decode step (on the
+//     accepted basis mean(c) / ordinary_ms: per accepted token).
+// Verdict: `speculate` when the round pays on the policy's basis (engine/speculation.h,
+// JudgeSpeculationCost: `emitted`, the default, cost_per_emitted_ms < ordinary_ms;
+// `accepted`, cost_per_accepted_ms < ordinary_ms), no round reports an error and no
+// policy rule turns speculation off; `ordinary` otherwise, with the reason. Both figures
+// are reported with the basis that decided. Rounds whose mean cost is 0 ms measured
+// nothing: the gate holds.
 // Decision (gate.h): hold when the rounds are unidentified or fewer than min_rounds;
 // fail (evaluation failed, exit 1) when any round reports a verification error — such a
 // round is counted, never dropped; pass for `speculate`; fail (reasoned) for `ordinary`.
@@ -37,6 +41,7 @@
 // otherwise a tie, with its interval. Fewer than kMinPairedSequences sequences holds.
 //
 // Policy (--policy FILE, all optional):
+//   basis: emitted               emitted | accepted: what a round's tokens are counted as
 //   min_rounds: 20               fewer rounds hold (insufficient evidence)
 //   min_acceptance_rate: 0.3     Σa / Σk below it turns speculation off
 //   min_remaining_output: 16     reported as a condition: off for requests with fewer
@@ -61,6 +66,7 @@
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
 #include "fleetplan/core/yaml.h"
+#include "fleetplan/engine/speculation.h"
 #include "fleetplan/evidence/speculation_rounds.h"
 #include "fleetplan/gates/gate.h"
 
@@ -95,7 +101,7 @@ struct SpecAnalysis {
   double round_p95_ms = 0;
   std::vector<double> conditional;  // index j - 1
   std::vector<double> cumulative;
-  double break_even_accepted = 0;   // against ordinary_ms
+  double break_even_accepted = 0;   // against ordinary_ms, on the emitted basis
 };
 
 // REQUIRES: !rounds.rounds.empty(); ordinary_ms > 0.
@@ -127,6 +133,7 @@ struct SpecMemoryPolicy {
 };
 
 struct SpecPolicy {
+  SpeculationBasis basis = SpeculationBasis::kEmitted;
   int64_t min_rounds = kDefaultMinRounds;
   std::optional<double> min_acceptance_rate;
   std::optional<int64_t> min_remaining_output;
@@ -144,6 +151,7 @@ struct SpecDraftResult {
   std::string file;
   EvidenceIdentity identity;
   SpecAnalysis analysis;
+  SpeculationEconomics economics;    // the rule on the policy's basis
   std::string verdict;               // "speculate" or "ordinary"
   std::vector<std::string> reasons;  // why ordinary / rules that apply
   std::vector<std::string> conditions;  // speculation is conditional on these
