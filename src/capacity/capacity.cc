@@ -327,6 +327,7 @@ Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<
   int64_t most = -1;
   for (LossScenario& s : out.losses) {
     s.replicas_needed = ReplicasNeeded(p, s.lost);
+    s.required_after = ReplicasRequiredAfter(p, s.lost);
     most = std::max(most, s.replicas_needed);
   }
   std::string why;

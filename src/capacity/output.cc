@@ -43,6 +43,7 @@ Json LayoutJson(const CapacityResult& r, const LayoutCapacity& l) {
                       {"lost", s.lost},
                       {"replicas_needed", s.replicas_needed >= 0 ? Json(s.replicas_needed) : Json(nullptr)},
                       {"surviving_replicas", s.surviving_replicas},
+                      {"required_after_loss", s.required_after >= 0 ? Json(s.required_after) : Json(nullptr)},
                       {"carried", s.carried}});
   }
   Json j = {{"layout", {{"name", l.layout.Name()}, {"tp", l.layout.tp}, {"pp", l.layout.pp}}},
@@ -110,8 +111,13 @@ std::string CapacityText(const CapacityResult& r) {
     }
     for (const LossScenario& s : l.losses) {
       const bool sets = std::find(l.set_by.begin(), l.set_by.end(), s.name) != l.set_by.end();
-      line(fmt::format("  loss {:<24} needs {:>4} replicas; this fleet keeps {:>4}{}", s.name, s.replicas_needed,
-                       s.surviving_replicas, sets ? "  (sets the size)" : ""));
+      const std::string what =
+          s.lost.empty()
+              ? fmt::format("{:>4} replicas serve,   {:>4} required", s.surviving_replicas, s.required_after)
+              : fmt::format("{:>4} replicas survive, {:>4} required after the loss; a fleet of {:>4} survives it",
+                            s.surviving_replicas, s.required_after, s.replicas_needed);
+      line(fmt::format("  loss {:<24} {}{}{}", s.name, what, s.carried ? "" : "  (NOT carried: the survivors fall short)",
+                       sets ? "  (sets the size)" : ""));
     }
     std::string per_domain;
     const Json& domains = r.spec["domains"];

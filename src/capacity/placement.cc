@@ -134,6 +134,16 @@ int64_t ReplicasNeeded(const PlacementProblem& p, const std::vector<std::string>
   return n;
 }
 
+int64_t ReplicasRequiredAfter(const PlacementProblem& p, const std::vector<std::string>& lost) {
+  const auto after = Routed(p, lost);
+  if (!after) return -1;
+  int64_t n = 0;
+  for (size_t d = 0; d < p.domains.size(); ++d) {
+    if (!IsLost(lost, p.domains[d].name)) n += Whole((*after)[d]);
+  }
+  return n;
+}
+
 std::optional<std::vector<int64_t>> PlaceForLosses(const PlacementProblem& p, const std::vector<LossScenario>& scenarios,
                                                    std::string* why) {
   std::vector<int64_t> x(p.domains.size(), 0);

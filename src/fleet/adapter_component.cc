@@ -10,13 +10,25 @@
 
 namespace fleetplan {
 
-AdapterComponent::AdapterComponent(Simulation& sim) : sim_(sim) {}
+AdapterComponent::AdapterComponent(Simulation& sim) : sim_(sim) {
+  const FleetSetup& setup = sim_.setup();
+  if (!setup.adapters.popularity.empty()) {
+    const AdapterAwareWeights& w = setup.router.adapter_aware;
+    const auto replicas = static_cast<int32_t>(std::max<size_t>(1, setup.replicas.size()));
+    partition_ = PartitionByPopularity(setup.adapters.popularity, replicas, w.hot, w.warm);
+    by_popularity_ = setup.router.policy == "adapter-aware" && w.by == AdapterPlacementBy::kPopularity;
+  }
+}
 
 Status AdapterComponent::OnReplicaAdded(int32_t id) {
-  (void)id;
   residency_.emplace_back(sim_.setup().adapters);
   snapshot_.emplace_back();
   sent_.emplace_back();
+  if (by_popularity_) {
+    AdapterResidency& r = residency_.back();
+    for (AdapterId a : partition_->on[static_cast<size_t>(id) % partition_->on.size()]) r.Preload(a);
+    r.AppendResident(&snapshot_.back());
+  }
   return Status::Ok();
 }
 
@@ -29,7 +41,9 @@ bool AdapterComponent::BelievesResident(int32_t replica, AdapterId a) const {
 }
 
 void AdapterComponent::FillView(const Request& r, int32_t replica, ReplicaView& view) {
-  if (r.adapter != kNoAdapter) view.adapter_resident = BelievesResident(replica, r.adapter);
+  if (r.adapter == kNoAdapter) return;
+  view.adapter_resident = BelievesResident(replica, r.adapter);
+  if (by_popularity_) view.adapter_planned = partition_->places(replica, r.adapter);
 }
 
 SimTime AdapterComponent::OnRouted(const Request& r, int32_t replica, SimTime now, RouteInfo& info) {
@@ -69,6 +83,32 @@ Status AdapterComponent::CheckInvariants() const {
     }
   }
   return Status::Ok();
+}
+
+void AdapterComponent::AddReport(Duration span, Json& report) const {
+  (void)span;
+  if (!partition_) return;
+  const AdapterConfig& config = sim_.setup().adapters;
+  Json per_replica = Json::array();
+  int64_t most = 0;
+  for (size_t i = 0; i < partition_->on.size(); ++i) {
+    const auto n = static_cast<int64_t>(partition_->on[i].size());
+    most = std::max(most, n);
+    per_replica.push_back(
+        {{"replica", static_cast<int64_t>(i)}, {"adapters", n}, {"bytes", (config.size * n).count()}});
+  }
+  const AdapterAwareWeights& w = sim_.setup().router.adapter_aware;
+  Json placement = {{"by", by_popularity_ ? "popularity" : "history"},
+                    {"hot", partition_->hot},
+                    {"warm", partition_->warm},
+                    {"tail", partition_->tail},
+                    {"hot_share", w.hot},
+                    {"warm_share", w.warm},
+                    {"per_replica", per_replica},
+                    {"memory_budget", config.memory_budget.count()},
+                    {"max_bytes", (config.size * most).count()},
+                    {"fits_budget", config.size * most <= config.memory_budget}};
+  report["adapters"] = {{"placement", placement}};
 }
 
 void AdapterComponent::AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) {

@@ -88,7 +88,12 @@ Json RouterJson(const RouterConfig& r) {
               {"precise", r.precise},
               {"outstanding_by", r.outstanding_by == OutstandingBy::kRequests ? "requests" : "tokens"},
               {"weights", std::move(weights)},
-              {"adapter_aware", {{"load", r.adapter_aware.load}, {"affinity", r.adapter_aware.affinity}}}};
+              {"adapter_aware",
+               {{"load", r.adapter_aware.load},
+                {"affinity", r.adapter_aware.affinity},
+                {"by", r.adapter_aware.by == AdapterPlacementBy::kPopularity ? "popularity" : "history"},
+                {"hot", r.adapter_aware.hot},
+                {"warm", r.adapter_aware.warm}}}};
 }
 
 Json EngineSettingsJson(const EngineConfig& e) {
@@ -215,6 +220,11 @@ FleetSetup FleetPlan::Setup() const {
   }
   setup.router = router;
   setup.adapters = adapters;
+  if (workload.adapters) {
+    // Each adapter's share of adapter requests: its rank's probability.
+    const Zipf& z = workload.adapters->population.popularity;
+    for (int64_t rank = 1; rank <= z.n(); ++rank) setup.adapters.popularity.push_back(z.Probability(rank));
+  }
   setup.invalidations = invalidations;
   setup.disaggregation = disaggregation;
   setup.replication = replication;

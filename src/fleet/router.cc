@@ -196,7 +196,12 @@ class AdapterAware final : public ScoringRouter {
  protected:
   bool lower_is_better() const override { return false; }
   double Score(const Request& r, std::span<const ReplicaView> view, size_t i) const override {
-    return w_.load * InverseShare(view, i, &Outstanding) + w_.affinity * AdapterScore(r, view, i);
+    const double load = w_.load * InverseShare(view, i, &Outstanding);
+    if (w_.by == AdapterPlacementBy::kPopularity) {
+      // A replica the partition places the adapter on outranks every other (load <= w.load).
+      return load + (r.adapter != kNoAdapter && view[i].adapter_planned ? w_.load + 1 : 0.0);
+    }
+    return load + w_.affinity * AdapterScore(r, view, i);
   }
 
  private:
@@ -247,6 +252,26 @@ Status ReadAdapterAware(const YamlNode& node, RouterConfig& c, std::vector<std::
     }
   }
   if (w.affinity < 0) return node["affinity"].Error(fmt::format("expected a number >= 0, got {}", w.affinity));
+  FP_ASSIGN_OR_RETURN(std::string by, node["by"].StringOr("history"));
+  if (by != "history" && by != "popularity") {
+    return node["by"].Error(fmt::format("expected by: history (adapters go where they were loaded) or by: popularity "
+                                        "(the partition planned from declared popularity), got '{}'",
+                                        by));
+  }
+  w.by = by == "popularity" ? AdapterPlacementBy::kPopularity : AdapterPlacementBy::kHistory;
+  if (!node["by"].present()) derived.push_back(fmt::format("{}: history (not given)", node["by"].path()));
+  for (const char* key : {"hot", "warm"}) {
+    if (!node[key].present()) {
+      derived.push_back(fmt::format("{}: {:g} (not given)", node[key].path(), key == std::string("hot") ? w.hot : w.warm));
+    }
+  }
+  FP_ASSIGN_OR_RETURN(w.hot, node["hot"].DoubleOr(w.hot));
+  FP_ASSIGN_OR_RETURN(w.warm, node["warm"].DoubleOr(w.warm));
+  if (!(w.hot >= 0 && w.warm >= 0 && w.hot + w.warm <= 1)) {
+    const YamlNode at = node["hot"].present() ? node["hot"] : node["warm"];
+    return at.Error(fmt::format("expected shares hot, warm >= 0 with hot + warm <= 1, got hot {}, warm {}", w.hot,
+                                w.warm));
+  }
   if (w.load <= w.affinity) {
     const YamlNode at = node["load"].present() ? node["load"] : node["affinity"];
     return at.Error(fmt::format("expected load > affinity (got load {}, affinity {}), so one hot adapter "

@@ -52,25 +52,85 @@ Expected<std::pair<int64_t, int64_t>> ParseRange(const std::string& key, const Y
   return std::make_pair(lo, hi);
 }
 
+// A share: a number (any scale: the shares are normalised) or a percentage such as 8%
+// or 12.5%, as dashboards export it.
+Expected<double> ReadShareValue(const YamlNode& value) {
+  if (value.IsScalar()) {
+    const std::string text = value.Text();
+    if (!text.empty() && text.back() == '%') {
+      double v = 0;
+      const char* first = text.data();
+      const char* last = text.data() + text.size() - 1;
+      auto [ptr, ec] = std::from_chars(first, last, v);
+      if (ec != std::errc() || ptr != last || !(v >= 0 && v <= 100)) {
+        return value.Error(fmt::format("expected a share between 0% and 100% (or a number), got '{}'", text));
+      }
+      return v / 100;
+    }
+  }
+  return value.AsDoubleInRange(0, 1e12);
+}
+
+// Single sizes first, then ranges: a range's share goes to its sizes that have no share
+// of their own, spread uniformly (what is left of it after theirs).
 Status ReadHistogram(const YamlNode& node, GraphsSpec& spec) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
   FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
   if (entries.empty()) return node.Error("expected at least one batch size with a share");
+  struct Entry {
+    std::pair<int64_t, int64_t> range;
+    double share = 0;
+    YamlNode where;
+  };
+  std::vector<Entry> singles, ranges;
+  for (const auto& [key, value] : entries) {
+    FP_ASSIGN_OR_RETURN(auto range, ParseRange(key, value));
+    FP_ASSIGN_OR_RETURN(double s, ReadShareValue(value));
+    (range.first == range.second ? singles : ranges).push_back(Entry{range, s, value});
+  }
   std::vector<double> share(static_cast<size_t>(kMaxGraphGateBatch) + 1, 0.0);
   std::vector<bool> named(share.size(), false);
   double total = 0;
-  for (const auto& [key, value] : entries) {
-    FP_ASSIGN_OR_RETURN(auto range, ParseRange(key, value));
-    FP_ASSIGN_OR_RETURN(double s, value.AsDoubleInRange(0, 1e12));
-    const int64_t n = range.second - range.first + 1;
-    for (int64_t b = range.first; b <= range.second; ++b) {
-      if (named[static_cast<size_t>(b)]) {
-        return value.Error(fmt::format("batch size {} is named twice (ranges must not overlap)", b));
+  for (const Entry& e : singles) {
+    named[static_cast<size_t>(e.range.first)] = true;  // a single size appears once: keys are unique
+    share[static_cast<size_t>(e.range.first)] = e.share;
+  }
+  std::vector<bool> in_range(share.size(), false);
+  for (const Entry& e : ranges) {
+    double own = 0;
+    int64_t spread_over = 0;
+    for (int64_t b = e.range.first; b <= e.range.second; ++b) {
+      if (in_range[static_cast<size_t>(b)]) {
+        return e.where.Error(fmt::format("batch size {} is in two ranges (ranges must not overlap)", b));
       }
-      named[static_cast<size_t>(b)] = true;
-      share[static_cast<size_t>(b)] = s / static_cast<double>(n);
+      in_range[static_cast<size_t>(b)] = true;
+      if (named[static_cast<size_t>(b)]) {
+        own += share[static_cast<size_t>(b)];
+      } else {
+        ++spread_over;
+      }
     }
-    total += s;
+    if (own > e.share * (1 + 1e-9)) {
+      return e.where.Error(fmt::format("the sizes of range {}-{} given on their own take {:.6g}, more than the "
+                                       "range's {:.6g}",
+                                       e.range.first, e.range.second, own, e.share));
+    }
+    if (spread_over == 0 && own < e.share * (1 - 1e-9)) {
+      return e.where.Error(fmt::format("every size of range {}-{} has a share of its own ({:.6g} in all), which "
+                                       "leaves {:.6g} of the range's share with no size to go to",
+                                       e.range.first, e.range.second, own, e.share - own));
+    }
+    const double rest = spread_over > 0 ? (e.share - own) / static_cast<double>(spread_over) : 0;
+    for (int64_t b = e.range.first; b <= e.range.second; ++b) {
+      if (!named[static_cast<size_t>(b)]) {
+        named[static_cast<size_t>(b)] = true;
+        share[static_cast<size_t>(b)] = rest;
+      }
+    }
+    total += e.share;
+  }
+  for (const Entry& e : singles) {
+    if (!in_range[static_cast<size_t>(e.range.first)]) total += e.share;
   }
   if (total <= 0) return node.Error("expected shares that sum to more than 0");
   for (size_t b = 1; b < share.size(); ++b) {

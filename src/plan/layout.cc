@@ -13,6 +13,7 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/memory/fit.h"
 #include "fleetplan/memory/weights.h"
+#include "fleetplan/perf/collective_tables.h"
 
 namespace fleetplan {
 namespace {
@@ -312,8 +313,12 @@ class Evaluator {
     t.tp_all_reduce = tp / p.pp;
     t.ep_all_to_all = ep / p.pp;
     if (p.pp > 1) {
+      // Each boundary hands over kPpTensorsPerBoundary tensors of the microbatch (vLLM's
+      // hidden states and residual), as the kernel-table step model prices them.
+      t.pp_boundary_per_token = BytesFor(kActivationDType, ms.hidden) * kPpTensorsPerBoundary;
+      t.pp_boundary_per_microbatch = t.tp_message * kPpTensorsPerBoundary;
       t.pp_bubble = longest / p.pp * (p.pp - 1);
-      t.pp_handoff = SendRecvTime(t.tp_message, LinkCost::Of(ri.pp_link)) * (p.pp - 1);
+      t.pp_handoff = SendRecvTime(t.tp_message, LinkCost::Of(ri.pp_link)) * (kPpTensorsPerBoundary * (p.pp - 1));
     }
     t.step = t.compute + t.tp_all_reduce + t.ep_all_to_all + t.pp_bubble + t.pp_handoff;
     t.tokens_per_s_per_gpu = static_cast<double>(shape.tokens) / t.step.seconds() / static_cast<double>(p.gpus());

@@ -45,6 +45,8 @@ Json PhaseJson(const PhaseTiming& t) {
               {"pp_bubble_ms", Ms(t.pp_bubble)},
               {"comm_ms", Ms(t.comm())},
               {"tp_all_reduce_bytes", t.tp_message.count()},
+              {"pp_boundary_bytes_per_token", t.pp_boundary_per_token.count()},
+              {"pp_boundary_bytes_per_microbatch", t.pp_boundary_per_microbatch.count()},
               {"routed_assignments", t.routed_assignments},
               {"ep_dispatch_bytes", t.ep_dispatch_bytes.count()},
               {"ep_combine_bytes", t.ep_combine_bytes.count()},
@@ -152,6 +154,23 @@ std::string Table(const LayoutResult& r, const PhaseRanking& ranking, bool decod
   return out;
 }
 
+// What the best-ranked pipelined layout hands over at each stage boundary.
+std::string PipelineBoundary(const LayoutResult& r) {
+  for (const size_t i : r.decode.order) {
+    const FeasibleLayout& f = r.feasible[i];
+    if (f.layout.pp <= 1) continue;
+    const auto mb = [](const PhaseTiming& t) {
+      return fmt::format("{} per microbatch of {} tokens", FormatBytes(t.pp_boundary_per_microbatch),
+                         t.tokens_per_microbatch);
+    };
+    return fmt::format("  pipeline boundary of {}: {} per token (hidden states and residual); decode {}, prefill "
+                       "{}\n",
+                       LayoutName(f.layout), FormatBytes(f.decode.pp_boundary_per_token), mb(f.decode),
+                       mb(f.prefill));
+  }
+  return "";
+}
+
 std::string Verdict(const LayoutResult& r, const PhaseRanking& ranking, bool decode) {
   const char* phase = decode ? "decode" : "prefill";
   if (ranking.order.empty()) return fmt::format("  {}: no feasible layout (see rejected)\n", phase);
@@ -244,6 +263,7 @@ std::string LayoutReportText(const LayoutResult& r, const Cluster& cluster, int6
                        best.after_loss.node, best.replicas, LayoutName(best.layout), best.after_loss.rack,
                        best.after_loss.zone);
   }
+  out += PipelineBoundary(r);
   out += fmt::format("\nRejected ({}):\n", r.rejected.size());
   const bool many = ManyTypes(r);
   const size_t shown = std::min(r.rejected.size(), static_cast<size_t>(kLayoutTextRejected));

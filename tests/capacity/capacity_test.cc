@@ -262,6 +262,18 @@ TEST_F(Capacity, RequirementsNameTheBindingDimensionAndTheLossThatSetsTheSize) {
   EXPECT_EQ(j["fleet"]["replicas"], 25);
   EXPECT_EQ(j["fleet"]["gpus"], 25);
   EXPECT_DOUBLE_EQ(j["cost"]["per_hour"].get<double>(), 100.0);
+  // After losing east-a, 15 replicas survive (east-b 10, west-a 5) and 15 are required
+  // there (east's 10 units on east-b, west's 5): survive first, required second.
+  EXPECT_EQ(j["loss_scenarios"][1]["surviving_replicas"], 15);
+  EXPECT_EQ(j["loss_scenarios"][1]["required_after_loss"], 15);
+  EXPECT_EQ(j["loss_scenarios"][0]["surviving_replicas"], 25);
+  EXPECT_EQ(j["loss_scenarios"][0]["required_after_loss"], 15);
+  const std::string text = CapacityText(*r);
+  EXPECT_NE(text.find("loss domain:east-a              15 replicas survive,   15 required after the loss; a fleet of   20 "
+                      "survives it  (sets the size)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("this fleet keeps"), std::string::npos) << text;
 }
 
 TEST_F(Capacity, ASearchMeasuresOneReplicasRateAtTheTargetAttainment) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "fleetplan/fleet/adapters.h"
 #include "fleetplan/fleet/run.h"
@@ -16,7 +17,7 @@ namespace fleetplan {
 namespace {
 
 TEST(AdapterResidency, ColdLoadsQueueOnTheLinkAndEvictLeastRecentlyUsedUnpinned) {
-  AdapterConfig c{true, MiB(100), Ms(10), MiB(200)};
+  AdapterConfig c{.enabled = true, .size = MiB(100), .load_time = Ms(10), .memory_budget = MiB(200), .popularity = {}};
   AdapterResidency a(c);
   const SimTime t0 = SimTime::FromNanos(0);
   EXPECT_EQ(a.Acquire(1, t0), t0 + Ms(10));          // cold
@@ -111,6 +112,67 @@ TEST(AdapterRouting, AdapterAwareLowersColdLoadsAndMemoryWithinAQueueBound) {
     EXPECT_LE(aa.max_peak_bytes, rr.max_peak_bytes) << budget;
     EXPECT_LE(aa.max_queue_depth, 2 * rr.max_queue_depth + 4) << budget;
   }
+}
+
+// The planner's partition: 6 adapters with shares 40, 20, 15, 10, 10, 5% on 3 replicas,
+// hot until 50% (the first two: 40% reaches no 50%, so the second joins), warm until 80%
+// (the next two), the tail on one replica each.
+TEST(AdapterPartition, HotEverywhereWarmOnTwoTailOnOne) {
+  const AdapterPartition p = PartitionByPopularity({0.40, 0.20, 0.15, 0.10, 0.10, 0.05}, 3, 0.5, 0.3);
+  EXPECT_EQ(p.hot, 2);
+  EXPECT_EQ(p.warm, 2);
+  EXPECT_EQ(p.tail, 2);
+  EXPECT_EQ(p.tier[0], AdapterTier::kHot);
+  EXPECT_EQ(p.tier[2], AdapterTier::kWarm);
+  EXPECT_EQ(p.tier[5], AdapterTier::kTail);
+  // Warm 2 on replicas 0 and 1, warm 3 on 2 and 0, tail 4 on 1, tail 5 on 2.
+  EXPECT_EQ(p.on[0], (std::vector<AdapterId>{0, 1, 2, 3}));
+  EXPECT_EQ(p.on[1], (std::vector<AdapterId>{0, 1, 2, 4}));
+  EXPECT_EQ(p.on[2], (std::vector<AdapterId>{0, 1, 3, 5}));
+  int copies = 0;
+  for (AdapterId a = 0; a < 6; ++a) {
+    int placed = 0;
+    for (int32_t r = 0; r < 3; ++r) placed += p.places(r, a) ? 1 : 0;
+    EXPECT_EQ(placed, a < 2 ? 3 : a < 4 ? 2 : 1) << a;
+    copies += placed;
+  }
+  EXPECT_EQ(copies, 2 * 3 + 2 * 2 + 2);
+  EXPECT_TRUE(p.places(3, 0));  // a replica added later takes replica 0's place
+  // One replica: every adapter on it, once.
+  EXPECT_EQ(PartitionByPopularity({0.5, 0.3, 0.2}, 1, 0.5, 0.3).on[0], (std::vector<AdapterId>{0, 1, 2}));
+}
+
+// by: popularity places adapters as the partition says from the start: the report states
+// the plan's adapters and memory per replica beside what residency did, and cold loads
+// fall below the history-based policy's.
+TEST(AdapterRouting, PopularityPlacementReportsThePlanAndLoadsFewerAdapters) {
+  const auto run = [](const std::string& router) {
+    auto s = LoadScenarioText(AdapterScenario(router, "8GiB"), "a.yaml", "");
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    RunOptions opt;
+    opt.write_files = false;
+    auto r = RunScenario(*s, opt);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r->report;
+  };
+  const Json history = run("  policy: adapter-aware\n  telemetry_delay: 20ms\n");
+  const Json planned = run("  policy: adapter-aware\n  telemetry_delay: 20ms\n  adapter_aware: {by: popularity}\n");
+  const Json& placement = planned["adapters"]["placement"];
+  EXPECT_EQ(placement["by"], "popularity");
+  EXPECT_EQ(history["adapters"]["placement"]["by"], "history");  // the plan is stated for both
+  EXPECT_EQ(placement["hot"].get<int64_t>() + placement["warm"].get<int64_t>() + placement["tail"].get<int64_t>(), 50);
+  ASSERT_EQ(placement["per_replica"].size(), 3u);
+  int64_t most = 0;
+  for (const Json& r : placement["per_replica"]) {
+    EXPECT_EQ(r["bytes"].get<int64_t>(), r["adapters"].get<int64_t>() * 160 * 1024 * 1024);
+    most = std::max(most, r["bytes"].get<int64_t>());
+  }
+  EXPECT_EQ(placement["max_bytes"], most);
+  EXPECT_TRUE(placement["fits_budget"].get<bool>());
+  int64_t cold_history = 0, cold_planned = 0;
+  for (const Json& r : history["replicas"]) cold_history += r["adapters"]["cold_loads"].get<int64_t>();
+  for (const Json& r : planned["replicas"]) cold_planned += r["adapters"]["cold_loads"].get<int64_t>();
+  EXPECT_LT(cold_planned, cold_history);
 }
 
 TEST(AdapterRouting, SameScenarioSameReport) {

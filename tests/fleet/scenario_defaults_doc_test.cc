@@ -26,6 +26,7 @@
 #include <system_error>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/fleet/scenario.h"
@@ -452,6 +453,9 @@ const std::vector<Row>& Rows() {
        Exact("engine.prefix_cache.scope.position_scheme: rope (rotary; not given)")},
       {"engine.speculation.min_remaining", Variant::kSpeculation,
        [](S s) { return Int(s.speculation.config.min_remaining); }, Promised()},
+      {"engine.speculation.basis", Variant::kSpeculation,
+       [](S s) { return std::string(SpeculationBasisName(s.speculation.config.basis)); },
+       Exact("engine.speculation.basis: emitted (not given)")},
       {"engine.speculation.draft.weight_dtype", Variant::kSpeculation,
        [](S s) { return std::string(DTypeName(s.speculation.draft_weight_dtype)); }, Promised()},
       {"engine.host_overhead", Variant::kMinimal, [](S s) { return DurationText(s.engine.host_overhead); },
@@ -484,6 +488,13 @@ const std::vector<Row>& Rows() {
        Promised()},
       {"router.adapter_aware.affinity", Variant::kAdapterAware,
        [](S s) { return Num(s.router.adapter_aware.affinity); }, Promised()},
+      {"router.adapter_aware.by", Variant::kAdapterAware,
+       [](S s) { return std::string(s.router.adapter_aware.by == AdapterPlacementBy::kPopularity ? "popularity" : "history"); },
+       Exact("router.adapter_aware.by: history (not given)")},
+      {"router.adapter_aware.hot", Variant::kAdapterAware, [](S s) { return Num(s.router.adapter_aware.hot); },
+       Exact("router.adapter_aware.hot: 0.5 (not given)")},
+      {"router.adapter_aware.warm", Variant::kAdapterAware, [](S s) { return Num(s.router.adapter_aware.warm); },
+       Exact("router.adapter_aware.warm: 0.3 (not given)")},
       {"admission.classes.<name>.priority", Variant::kAdmission,
        [](S s) { return Int(s.admission.classes.at(0).priority); }, Exact("admission.classes.chat.priority: 0 (not given)")},
       {"admission.classes.<name>.max_queue", Variant::kAdmission,

@@ -105,13 +105,40 @@ TEST(GraphsGate, RangesSpreadTheirShare) {
   EXPECT_EQ(spec->batches[3].first, 4);
 }
 
+// As dashboards export a histogram: ranges with percent shares, a size inside a range
+// given on its own.
+TEST(GraphsGate, PercentSharesAndSizesInsideRangesAsDashboardsExportThem) {
+  Expected<GraphsSpec> spec = Read(Spec("1GiB", "{\"1\": 8%, \"2-4\": 17%, \"5-8\": 25%, \"9-16\": 50%}"));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  ASSERT_EQ(spec->batches.size(), 16u);
+  EXPECT_DOUBLE_EQ(spec->batches[0].second, 0.08);
+  EXPECT_NEAR(spec->batches[1].second, 0.17 / 3, 1e-12);
+  EXPECT_NEAR(spec->batches[15].second, 0.50 / 8, 1e-12);
+  // Size 3 takes 10% of its range's 17%; sizes 2 and 4 share the other 7%.
+  spec = Read(Spec("1GiB", "{1: 8%, 2-4: 17%, 3: 10%, 5-8: 75%}"));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_NEAR(spec->batches[1].second, 0.035, 1e-12);
+  EXPECT_NEAR(spec->batches[2].second, 0.10, 1e-12);
+  EXPECT_NEAR(spec->batches[3].second, 0.035, 1e-12);
+  double total = 0;
+  for (const auto& [b, share] : spec->batches) total += share;
+  EXPECT_NEAR(total, 1.0, 1e-12);
+}
+
 TEST(GraphsGate, InputErrorsAreLocated) {
   Expected<GraphsSpec> bad = Read(Spec("1GiB", "{1: 0.5, 4-2: 0.5}"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("batches.4-2: expected a range low-high with low <= high, got '4-2'"));
-  bad = Read(Spec("1GiB", "{1-4: 0.5, 3: 0.5}"));
+  bad = Read(Spec("1GiB", "{1-4: 0.5, 3-5: 0.5}"));
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.status().message(), HasSubstr("batch size 3 is named twice"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("batches.3-5: batch size 3 is in two ranges"));
+  bad = Read(Spec("1GiB", "{1-4: 20%, 3: 50%}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("the sizes of range 1-4 given on their own take 0.5, more than the "
+                                                "range's 0.2"));
+  bad = Read(Spec("1GiB", "{1: 8%, 2-4: 120%}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("expected a share between 0% and 100% (or a number), got '120%'"));
   bad = Read(Spec("1GiB", "{one: 1}"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("expected a batch size between 1 and 65536"));

@@ -84,6 +84,22 @@ TEST(Layout, Tp8AgainstPp2Tp4ShowsPrefillAndDecodeWithTheirDecidingTerms) {
   EXPECT_NEAR(static_cast<double>(pp2->decode.pp_bubble.ns()),
               static_cast<double>((pp2->decode.compute + pp2->decode.tp_all_reduce).ns()), 2);
   EXPECT_GT(pp2->decode.pp_handoff, Duration());
+  // The stage boundary hands over the hidden states and the residual: 2 × 8192 × 2 B per
+  // token for atlas-70b, times the microbatch's tokens; nothing without a pipeline.
+  EXPECT_EQ(pp2->decode.pp_boundary_per_token.count(), 2 * 8192 * 2);
+  EXPECT_EQ(pp2->decode.pp_boundary_per_microbatch.count(), 2 * 8192 * 2 * pp2->decode.tokens_per_microbatch);
+  EXPECT_EQ(pp2->prefill.pp_boundary_per_microbatch.count(), 2 * 8192 * 2 * pp2->prefill.tokens_per_microbatch);
+  EXPECT_EQ(tp8->decode.pp_boundary_per_token.count(), 0);
+  const Json pp2_json = LayoutReportJson(r, Short("1x8xh100-sxm-80g"));
+  bool reported = false;
+  for (const Json& f : pp2_json["feasible"]) {
+    if (f["tp"] == 4 && f["pp"] == 2) {
+      EXPECT_EQ(f["decode"]["pp_boundary_bytes_per_token"], 2 * 8192 * 2);
+      EXPECT_EQ(f["prefill"]["pp_boundary_bytes_per_microbatch"], pp2->prefill.pp_boundary_per_microbatch.count());
+      reported = true;
+    }
+  }
+  EXPECT_TRUE(reported);
   EXPECT_LT(tp8->decode.step, pp2->decode.step);
   EXPECT_LT(tp8->decode_rank, pp2->decode_rank);
   EXPECT_LT(tp8->prefill.step, pp2->prefill.step);

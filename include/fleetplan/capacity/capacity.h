@@ -64,6 +64,7 @@ struct LossScenario {
   std::vector<std::string> lost;  // failure domains lost
   int64_t replicas_needed = 0;    // the fewest replicas that survive this loss alone
   int64_t surviving_replicas = 0; // of the chosen fleet, after the loss
+  int64_t required_after = 0;     // what the surviving domains must hold to carry the demand
   bool carried = false;           // the chosen fleet carries every region's demand after it
 };
 
@@ -95,6 +96,9 @@ bool Carries(const PlacementProblem& p, const std::vector<int64_t>& replicas, co
 // PlaceForLosses: replicas per domain (same order) that survive every scenario; nullopt
 // when a domain cannot hold its share (`why` names the domain and the scenario).
 int64_t ReplicasNeeded(const PlacementProblem& p, const std::vector<std::string>& lost);
+// The replicas the domains left after losing `lost` must hold to carry the demand (whole
+// replicas per domain); -1 when no domain is left.
+int64_t ReplicasRequiredAfter(const PlacementProblem& p, const std::vector<std::string>& lost);
 std::optional<std::vector<int64_t>> PlaceForLosses(const PlacementProblem& p, const std::vector<LossScenario>& scenarios,
                                                    std::string* why);
 

@@ -41,7 +41,7 @@ inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "pr
 inline const std::vector<std::string> kHostOverhead = {"per_step", "per_sequence", "per_prefill_token"};
 // engine.speculation: speculative decoding (fleet/speculation.h).
 inline const std::vector<std::string> kSpeculation = {"method", "draft", "tokens_per_round", "acceptance",
-                                                      "disable_above_batch", "min_remaining"};
+                                                      "disable_above_batch", "min_remaining", "basis"};
 inline const std::vector<std::string> kSpeculationDraft = {"model", "weight_dtype", "step_model"};
 inline const std::vector<std::string> kSpeculationAcceptance = {"rounds"};
 // engine.adapters: LoRA residency per replica (fleet/adapters.h).
@@ -61,7 +61,7 @@ inline const std::vector<std::string> kRouter = {"policy",         "telemetry_de
 inline const std::vector<std::string> kReplication = {"replica_rate", "prefix_tokens", "window",
                                                       "add_above",    "remove_below",  "min_hold"};
 // router.adapter_aware: the adapter-aware router's weights.
-inline const std::vector<std::string> kRouterAdapterAware = {"load", "affinity"};
+inline const std::vector<std::string> kRouterAdapterAware = {"load", "affinity", "by", "hot", "warm"};
 // admission: classes, tenant quotas and bounded queues in front of the router (fleet/admission.h).
 inline const std::vector<std::string> kAdmission = {"classes", "assign", "default_class", "max_in_flight_per_replica",
                                                     "tenant_quota", "tenants"};

@@ -5,11 +5,19 @@
 // load delays its start: OnRouted returns when the adapter is ready) and releases it
 // when it ends. The router believes an adapter resident where it was resident at the
 // last telemetry refresh or was sent since (router.precise: where it truly is).
+// With `router.adapter_aware.by: popularity` the adapters are placed as the partition
+// planned from the workload's declared popularity (adapters.h PartitionByPopularity over
+// the initial replicas): each replica starts with its adapters loaded, and the router sees
+// where each adapter is placed. Whatever the policy, when the workload declares adapter
+// popularity the report states that partition: report.json `adapters.placement`
+// {by, hot, warm, tail, memory_budget, per_replica: [{replica, adapters, bytes}],
+// max_bytes, fits_budget}, next to what residency did (`replicas[i].adapters`).
 // Report: `replicas[i].adapters` (AdapterStats::ToJson).
 // Invariant: each replica's pins equal the live requests routed there with an adapter.
 // Thread model: single-threaded; deterministic (sorted vectors and ordered maps).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "fleetplan/fleet/adapters.h"
@@ -30,11 +38,14 @@ class AdapterComponent final : public FleetComponent {
   void OnRequestEnded(RequestId id, const RouteInfo& info) override;
   Status CheckInvariants() const override;
   void AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) override;
+  void AddReport(Duration span, Json& report) const override;
 
  private:
   bool BelievesResident(int32_t replica, AdapterId adapter) const;
 
   Simulation& sim_;
+  std::optional<AdapterPartition> partition_;  // from declared popularity
+  bool by_popularity_ = false;                 // the router places by the partition
   std::vector<AdapterResidency> residency_;            // per replica
   std::vector<std::vector<AdapterId>> snapshot_;       // resident at the last refresh, sorted
   std::vector<std::vector<AdapterId>> sent_;           // sent since the refresh

@@ -31,7 +31,25 @@ struct AdapterConfig {
   Bytes size;            // GPU memory of one adapter
   Duration load_time;    // host-to-device load of one adapter
   Bytes memory_budget;   // per replica; >= size
+  // Each adapter's share of the requests that name one (index: AdapterId), from the
+  // workload's declared popularity; empty when the workload declares none (a trace).
+  std::vector<double> popularity;
 };
+
+// The placement a planner chooses from declared popularity: adapters by share, most
+// popular first (ties by id); the hot ones, until their shares reach `hot`, go on every
+// replica; the warm ones, until `hot + warm`, on two; the tail on one. Warm and tail
+// adapters are dealt round the replicas in that order, so each replica gets its turn.
+enum class AdapterTier : int { kHot = 0, kWarm = 1, kTail = 2 };
+struct AdapterPartition {
+  std::vector<AdapterTier> tier;              // per adapter id
+  std::vector<std::vector<AdapterId>> on;     // per replica: its adapters, increasing ids
+  int64_t hot = 0, warm = 0, tail = 0;        // adapters per tier
+  bool places(int32_t replica, AdapterId a) const;  // replica taken modulo the replicas planned
+};
+// REQUIRES: replicas >= 1; 0 <= hot, warm; hot + warm <= 1.
+AdapterPartition PartitionByPopularity(const std::vector<double>& popularity, int32_t replicas, double hot,
+                                       double warm);
 
 struct AdapterStats {
   int64_t acquires = 0;    // requests that named an adapter
@@ -68,6 +86,8 @@ class AdapterResidency {
     for (const auto& [id, e] : resident_) n += e.pins;
     return n;
   }
+  // Makes `adapter` resident before any request (a planned placement): no load, no pin.
+  void Preload(AdapterId adapter);
   // Integrates memory up to `now`; call before reading stats at the end.
   void Advance(SimTime now);
   const AdapterStats& stats() const { return stats_; }

@@ -71,15 +71,23 @@ struct ReplicaView {
   int64_t sent_tokens = 0;            // their prompt + output tokens
   int64_t matched_prefix_tokens = 0;  // leading prompt tokens believed cached here
   bool adapter_resident = false;      // the request's adapter is believed loaded here
+  bool adapter_planned = false;       // the popularity partition places the adapter here
   int64_t outstanding_requests() const { return telemetry.waiting + telemetry.running + sent_requests; }
   int64_t outstanding_tokens() const { return telemetry.outstanding_tokens + sent_tokens; }
 };
 
 enum class OutstandingBy : int { kTokens = 0, kRequests = 1 };
 
+// `by`: history (adapters go where they were loaded: affinity to residency) or popularity
+// (the partition planned from declared popularity, adapters.h PartitionByPopularity: a
+// request goes to a replica its adapter is placed on, the least loaded of them).
+enum class AdapterPlacementBy : int { kHistory = 0, kPopularity = 1 };
 struct AdapterAwareWeights {
   double load = 2.0;  // > affinity (validated by the scenario reader)
   double affinity = 1.0;
+  AdapterPlacementBy by = AdapterPlacementBy::kHistory;
+  double hot = 0.5;   // popularity: the share of adapter requests the hot tier covers
+  double warm = 0.3;  // ... and the warm tier after it
 };
 
 struct RouterConfig {

@@ -128,6 +128,8 @@ struct PhaseTiming {
   Duration pp_bubble;
   Duration step;                   // the sum of the five terms above
   Bytes tp_message;                // bytes of one all-reduce (one microbatch)
+  Bytes pp_boundary_per_token;       // what one stage boundary hands over per token (0 at pp 1)
+  Bytes pp_boundary_per_microbatch;  // ... per microbatch
   int64_t routed_assignments = 0;  // per step: tokens × top-k (MoE), else 0
   Bytes ep_dispatch_bytes;         // per step, all MoE layers: assignments leaving their group
   Bytes ep_combine_bytes;          // equal to dispatch: every result returns
