@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/fleet/scenario.h"

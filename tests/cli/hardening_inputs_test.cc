@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "support/files.h"

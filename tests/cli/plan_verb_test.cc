@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "cli/cli_run.h"
 #include "fleetplan/core/json.h"
 #include "support/in_scratch.h"

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "support/in_scratch.h"
 
 #include "cli/cli_run.h"

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "engine/engine_driver.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/workload/content.h"

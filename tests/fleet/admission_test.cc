@@ -1,6 +1,7 @@
 // Fleet admission (fleet/admission.h): classes with priorities, bounded queues, aging,
 // tenant quotas, retry_after and replayed ids — each driven by a simulated run and
 // checked against what the run did, event by event.
+#include "support/build_paths.h"
 #include "fleetplan/fleet/admission.h"
 
 #include <gtest/gtest.h>

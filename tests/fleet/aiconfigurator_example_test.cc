@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/fleet_plan.h"

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "fleetplan/core/units.h"
 #include "fleetplan/metrics/record.h"
 

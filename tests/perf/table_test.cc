@@ -1,6 +1,7 @@
 // The table step model: CSV parsing and its located errors, bilinear interpolation at and
 // between grid points, linear extrapolation outside (flagged), and the load-time checks
 // that keep Cost from failing or going negative.
+#include "support/build_paths.h"
 #include "fleetplan/perf/table.h"
 
 #include <gmock/gmock.h>

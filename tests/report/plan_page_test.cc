@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/build_paths.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/report/plan_page.h"
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include "support/build_paths.h"
 
 namespace fleetplan::testing {
 
