@@ -18,6 +18,7 @@
 
 #include "core/utf8.h"
 #include "fleetplan/core/output_file.h"
+#include "fleetplan/core/read_log.h"
 
 namespace fleetplan {
 namespace {
@@ -167,6 +168,7 @@ Expected<std::string> ReadFile(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(n));
   }
   ::close(fd);
+  NoteFileRead(path, text);
   return text;
 }
 

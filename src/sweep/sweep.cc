@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "fleetplan/core/limits.h"
+#include "fleetplan/core/read_log.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/summary.h"
 #include "sweep/pretty_object.h"
@@ -32,7 +33,13 @@ void ParallelFor(size_t n, int jobs, const std::function<void(size_t)>& work) {
     return;
   }
   std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) pool.emplace_back(loop);
+  // Workers read for the caller: they record into its ReadLog (a plan binds what they read).
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&loop, log = ReadLog::Current()] {
+      ReadLogScope scope(log);
+      loop();
+    });
+  }
   for (std::thread& t : pool) t.join();
 }
 

@@ -15,6 +15,7 @@
 
 #include "fleetplan/workload/trace.h"
 #include "fleetplan/core/limits.h"
+#include "fleetplan/core/read_log.h"
 #include "workload/csv.h"
 #include "workload/json_line.h"
 #include "workload/line_reader.h"
@@ -439,6 +440,7 @@ Expected<std::unique_ptr<TraceSource>> OpenTrace(const std::string& path, const 
   if (!*in) {
     return LocatedError(SourceLocation{path, 0, 0, ""}, "", "cannot open the trace file (missing or unreadable)");
   }
+  NoteFileOpened(path);
   return OpenTraceStream(std::move(in), path, options);
 }
 
