@@ -4,12 +4,16 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/json_keys.h"
+#include "fleetplan/core/limits.h"
 
 namespace fleetplan {
 namespace {
@@ -17,6 +21,7 @@ namespace {
 constexpr size_t kEd25519PublicBytes = 32;
 constexpr size_t kEd25519SignatureBytes = 64;
 constexpr const char* kFormat = "fleetplan-signature";
+constexpr int64_t kVersion = 1;  // the signature document's version; others are refused
 
 struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
@@ -59,13 +64,16 @@ std::string Base64(const std::vector<unsigned char>& bytes) {
   return out;
 }
 
-// Strict: the padded encoding of exactly `expected` bytes.
+// Strict: the canonical padded encoding of exactly `expected` bytes. EVP_DecodeBlock also
+// takes padding written as data (`AA` for `==`) and unused low bits set, which would let
+// two different texts carry one signature; the decoded bytes must encode back to `text`.
 std::optional<std::vector<unsigned char>> FromBase64(std::string_view text, size_t expected) {
   if (text.size() != 4 * ((expected + 2) / 3)) return std::nullopt;
   std::vector<unsigned char> out(text.size() / 4 * 3);
   const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
   if (n < 0) return std::nullopt;
   out.resize(expected);  // EVP_DecodeBlock counts the padding as zero bytes
+  if (Base64(out) != text) return std::nullopt;
   return out;
 }
 
@@ -121,13 +129,25 @@ Expected<Json> SignEvidence(std::string_view bytes, std::string_view kind, std::
     return Status(StatusCode::kInternal, "OpenSSL could not sign");
   }
   return Json{{"format", kFormat},
-              {"version", 1},
+              {"version", kVersion},
               {"algorithm", "ed25519"},
               {"digest", digest},
               {"kind", kind},
               {"key_id", KeyIdOfRaw(pub)},
               {"public_key", Base64(pub)},
               {"signature", Base64(sig)}};
+}
+
+Expected<Json> ParseSignatureDocument(std::string_view text) {
+  if (FindJsonNestingBeyond(text) != std::string_view::npos) return InvalidInput(JsonNestingMessage());
+  Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return InvalidInput(fmt::format("not a signature document (a {} JSON object, from `fleetplan evidence sign`)", kFormat));
+  }
+  if (const std::optional<std::string> twice = FindDuplicateJsonKey(text)) {
+    return InvalidInput(fmt::format("'{}' is given twice; a signature document names each field once", *twice));
+  }
+  return doc;
 }
 
 Expected<SignatureCheck> VerifyEvidence(std::string_view bytes, const Json& signature, std::string_view public_pem) {
@@ -140,6 +160,14 @@ Expected<SignatureCheck> VerifyEvidence(std::string_view bytes, const Json& sign
   };
   FP_ASSIGN_OR_RETURN(std::string format, text("format"));
   if (format != kFormat) return InvalidInput(fmt::format("expected a {} document, got format '{}'", kFormat, format));
+  const auto version = signature.find("version");
+  if (version == signature.end() || !version->is_number_integer() || *version != kVersion) {
+    return InvalidInput(fmt::format("unsupported signature version {}; this fleetplan reads version {}",
+                                    version == signature.end()    ? std::string("(missing)")
+                                    : version->is_number() ? version->dump()
+                                                           : std::string("(not a number)"),
+                                    kVersion));
+  }
   FP_ASSIGN_OR_RETURN(std::string algorithm, text("algorithm"));
   if (algorithm != "ed25519") return InvalidInput(fmt::format("unsupported signature algorithm '{}'", algorithm));
   FP_ASSIGN_OR_RETURN(std::string digest, text("digest"));

@@ -37,9 +37,15 @@ struct SignatureCheck {
   std::string kind;
   std::string reason;  // why not valid (digest mismatch, bad signature, untrusted key)
 };
-// Checks `signature` against `bytes` and a trusted public key (PEM). Errors: the
-// signature document or key cannot be read (InvalidInput); a wrong signature is a valid
-// result with valid == false.
+// Reads a signature document (FILE.sig): a JSON object nested at most 64 deep with each
+// key once (nlohmann would keep the last of two `kind`s). Errors: InvalidInput saying
+// what is wrong; the caller names the file.
+Expected<Json> ParseSignatureDocument(std::string_view text);
+
+// Checks `signature` against `bytes` and a trusted public key (PEM). The document must be
+// version 1 and its signature the canonical base64 of 64 bytes (one text per signature).
+// Errors: the signature document or key cannot be read (InvalidInput); a wrong signature
+// is a valid result with valid == false.
 Expected<SignatureCheck> VerifyEvidence(std::string_view bytes, const Json& signature, std::string_view public_pem);
 
 }  // namespace fleetplan
