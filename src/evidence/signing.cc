@@ -3,10 +3,16 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -105,6 +111,70 @@ Expected<KeyPair> GenerateEd25519Key() {
   }
   Pkey key(raw);
   return KeyPair{WritePem(key.get(), true), WritePem(key.get(), false)};
+}
+
+namespace {
+
+// Creates `path` holding `text`, with `mode` from its first byte on disk, and never
+// replaces anything: a temporary file made owner-only by mkstemp in the same folder is
+// written, given `mode`, synced, then hard-linked to `path` (link fails when `path`
+// exists, even as a dangling link) and removed. A crash leaves at most the temporary.
+Status WriteNewFile(const std::string& path, std::string_view text, mode_t mode) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string temp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const auto fail = [&](std::string_view what, int err) {
+    return InvalidInput(fmt::format("cannot write '{}': {}: {}", path, what, std::generic_category().message(err)));
+  };
+  const int fd = ::mkstemp(temp.data());  // O_CREAT | O_EXCL, mode 0600
+  if (fd < 0) return fail("cannot create a file beside it", errno);
+  const auto abandon = [&](std::string_view what, int err) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return fail(what, err);
+  };
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return abandon("write failed", errno);
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, mode) != 0) return abandon("cannot set its mode", errno);
+  if (::fsync(fd) != 0) return abandon("cannot sync it", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return fail("close failed", err);
+  }
+  if (::link(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    if (err == EEXIST) return InvalidInput(fmt::format("'{}' exists; a key is never overwritten", path));
+    return fail("cannot put it in place", err);
+  }
+  ::unlink(temp.c_str());
+  return Status::Ok();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;  // a dangling symlink exists too
+}
+
+}  // namespace
+
+Status WriteKeyPair(const KeyPair& pair, const std::string& path) {
+  const std::string pub = path + ".pub";
+  for (const std::string& p : {path, pub}) {
+    if (Exists(p)) return InvalidInput(fmt::format("'{}' exists; a key is never overwritten", p));
+  }
+  FP_RETURN_IF_ERROR(WriteNewFile(path, pair.private_pem, S_IRUSR | S_IWUSR));
+  const Status public_written = WriteNewFile(pub, pair.public_pem, S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH);
+  if (!public_written.ok()) {
+    ::unlink(path.c_str());  // written just now by this call: no pair, no half
+    return public_written;
+  }
+  return Status::Ok();
 }
 
 Expected<std::string> KeyIdOfPublicPem(std::string_view public_pem) {

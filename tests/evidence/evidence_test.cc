@@ -2,6 +2,11 @@
 // Ed25519 signatures that bind content and kind to a trusted key.
 #include "fleetplan/evidence/evidence.h"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -179,6 +184,45 @@ TEST(EvidenceSigningRegression, ASignatureDocumentWithAKeyGivenTwiceIsRefused) {
   ASSERT_FALSE(deep.ok());
   EXPECT_NE(deep.status().message().find("nested more than 64 deep"), std::string::npos);
   EXPECT_FALSE(ParseSignatureDocument("[1]").ok());
+}
+
+// keygen wrote the private key 0644 and chmod-ed it after the rename, and replaced an
+// existing KEY.pub.
+TEST(EvidenceKeygenRegression, ThePrivateKeyIsOwnerOnlyAndNoKeyFileIsReplaced) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "keygen-regression";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto pair = GenerateEd25519Key();
+  ASSERT_TRUE(pair.ok());
+  const std::string key = (dir / "k").string();
+  ASSERT_TRUE(WriteKeyPair(*pair, key).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((key + ".pub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  // No temporary is left beside them.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 2);
+
+  // An existing KEY.pub (or KEY) is kept, and no private key is written without it.
+  const std::string other = (dir / "kgp").string();
+  { std::ofstream(other + ".pub") << "keep\n"; }
+  const Status pub_exists = WriteKeyPair(*pair, other);
+  ASSERT_FALSE(pub_exists.ok());
+  EXPECT_EQ(pub_exists.message(), "'" + other + ".pub' exists; a key is never overwritten");
+  std::ifstream kept(other + ".pub");
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "keep");
+  EXPECT_FALSE(std::filesystem::exists(other));
+  const Status key_exists = WriteKeyPair(*pair, key);
+  ASSERT_FALSE(key_exists.ok());
+  EXPECT_EQ(key_exists.message(), "'" + key + "' exists; a key is never overwritten");
+  // A dangling link in KEY's place is not followed.
+  const std::string link = (dir / "dangling").string();
+  std::filesystem::create_symlink(dir / "nowhere", link);
+  EXPECT_FALSE(WriteKeyPair(*pair, link).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir / "nowhere"));
 }
 
 }  // namespace
