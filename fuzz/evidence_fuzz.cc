@@ -44,9 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto verdict = fleetplan::EvaluateLadder(*ladder, fleetplan::UtcTime{1'800'000'000});
     fleetplan::fuzz::CheckFailure(verdict, "evidence_fuzz");
   }
-  const fleetplan::Json sig = fleetplan::Json::parse(text, nullptr, false);
-  if (!sig.is_discarded()) {
-    auto check = fleetplan::VerifyEvidence(text, sig, Key().public_pem);
+  auto sig = fleetplan::ParseSignatureDocument(text);
+  fleetplan::fuzz::CheckFailure(sig, "evidence_fuzz");
+  if (sig.ok()) {
+    auto check = fleetplan::VerifyEvidence(text, *sig, Key().public_pem);
     fleetplan::fuzz::CheckFailure(check, "evidence_fuzz");
     if (check.ok()) fleetplan::fuzz::Require(!check->valid, "evidence_fuzz", "a fuzzed signature verified", text);
   }

@@ -11,6 +11,7 @@
 
 #include "fleetplan/capacity/verify.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/read_log.h"
 #include "fleetplan/fleet/fleet_plan.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/search.h"
@@ -374,7 +375,13 @@ Expected<CapacityResult> SizeCapacity(const CapacitySpec& spec, const CapacityOp
   };
   const int threads = std::clamp<int>(options.jobs, 1, static_cast<int>(layouts.size()));
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  // Workers read for the caller: they record into its ReadLog (a plan binds what they read).
+  for (int t = 1; t < threads; ++t) {
+    pool.emplace_back([&work, log = ReadLog::Current()] {
+      ReadLogScope scope(log);
+      work();
+    });
+  }
   work();
   for (std::thread& t : pool) t.join();
 

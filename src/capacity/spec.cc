@@ -21,6 +21,11 @@ constexpr size_t kMaxDomains = 1000;
 // Most GPUs one domain may offer (a million: far beyond any region).
 constexpr int64_t kMaxDomainGpus = int64_t{1} << 20;
 
+// Highest price per GPU-hour accepted, on demand or committed: about 10^5 times what any
+// GPU rents for, and low enough that cost over any fleet this reader accepts (10^9 GPUs,
+// 730 hours a month) stays a finite number JSON can hold (docs/limits.md).
+constexpr double kMaxPricePerGpuHour = 1e6;
+
 const std::vector<std::string> kSurviveNames = {"none", "largest-domain", "any-one-domain", "any-one-region"};
 
 // A number followed by one of `units` ("4.10/gpu-h", "150000/month", "10%"); the number
@@ -172,19 +177,28 @@ Status ReadReplicaCapacity(const YamlNode& node, CapacitySpec& s) {
   return Status::Ok();
 }
 
+// A price per GPU-hour, at most kMaxPricePerGpuHour.
+Expected<double> ReadPricePerGpuHour(const YamlNode& node, std::string_view example) {
+  FP_ASSIGN_OR_RETURN(double price, ReadAmount(node, {"/gpu-h", "/gpu-hour"}, example));
+  if (price > kMaxPricePerGpuHour) {
+    return node.Error(fmt::format("expected a price of at most {:.0f}/gpu-h (fleetplan's limit; docs/limits.md), got '{}'",
+                                  kMaxPricePerGpuHour, node.Text()));
+  }
+  return price;
+}
+
 Status ReadPrice(const YamlNode& node, CapacitySpec& s) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
   FP_RETURN_IF_ERROR(node.CheckKeys({"on_demand", "committed"}));
   FP_RETURN_IF_ERROR(node["on_demand"].RequirePresent());
-  const std::vector<std::string> per_hour = {"/gpu-h", "/gpu-hour"};
   FP_ASSIGN_OR_RETURN(s.price.on_demand_per_gpu_hour,
-                      ReadAmount(node["on_demand"], per_hour, "a price per GPU-hour such as 4.10/gpu-h"));
+                      ReadPricePerGpuHour(node["on_demand"], "a price per GPU-hour such as 4.10/gpu-h"));
   const YamlNode c = node["committed"];
   if (c.present() && !c.IsNull()) {
     FP_RETURN_IF_ERROR(c.CheckKeys({"rate", "gpus", "term"}));
     for (const char* key : {"rate", "gpus", "term"}) FP_RETURN_IF_ERROR(c[key].RequirePresent());
     CommittedPrice p;
-    FP_ASSIGN_OR_RETURN(p.per_gpu_hour, ReadAmount(c["rate"], per_hour, "a price per GPU-hour such as 2.60/gpu-h"));
+    FP_ASSIGN_OR_RETURN(p.per_gpu_hour, ReadPricePerGpuHour(c["rate"], "a price per GPU-hour such as 2.60/gpu-h"));
     FP_ASSIGN_OR_RETURN(p.gpus, c["gpus"].AsIntAtLeast(1));
     FP_ASSIGN_OR_RETURN(p.term, c["term"].AsString());
     FP_ASSIGN_OR_RETURN(double term, ReadAmount(c["term"], {"y", "m"}, "a term such as 1y, 3y or 6m"));

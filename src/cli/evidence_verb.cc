@@ -30,15 +30,14 @@ struct EvidenceFlags {
 
 Status Keygen(const EvidenceFlags& f, std::ostream& out) {
   if (f.out.empty()) return UsageError("evidence keygen: --out KEY is required (KEY and KEY.pub are written)");
-  if (std::filesystem::exists(f.out)) {
-    return UsageError(fmt::format("evidence keygen: '{}' exists; a key is never overwritten", f.out));
+  for (const std::string& p : {f.out, f.out + ".pub"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(p, ec))) {
+      return UsageError(fmt::format("evidence keygen: '{}' exists; a key is never overwritten", p));
+    }
   }
   FP_ASSIGN_OR_RETURN(KeyPair pair, GenerateEd25519Key());
-  FP_RETURN_IF_ERROR(WriteFileAtomic(f.out, pair.private_pem));
-  std::error_code ec;
-  std::filesystem::permissions(f.out, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
-                               std::filesystem::perm_options::replace, ec);
-  FP_RETURN_IF_ERROR(WriteFileAtomic(f.out + ".pub", pair.public_pem));
+  FP_RETURN_IF_ERROR(WriteKeyPair(pair, f.out));
   FP_ASSIGN_OR_RETURN(std::string id, KeyIdOfPublicPem(pair.public_pem));
   out << fmt::format("key {}: private {} (owner-only), public {}.pub\n", id, f.out, f.out);
   return Status::Ok();
@@ -72,10 +71,10 @@ Status Verify(const EvidenceFlags& f, std::ostream& out) {
   FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(f.file));
   const std::string sig_path = f.sig.empty() ? f.file + ".sig" : f.sig;
   FP_ASSIGN_OR_RETURN(std::string sig_text, ReadFile(sig_path));
-  Json sig = Json::parse(sig_text, nullptr, false);
-  if (sig.is_discarded()) return InvalidInput(fmt::format("{}: not JSON (a signature from `fleetplan evidence sign`?)", sig_path));
+  auto sig = ParseSignatureDocument(sig_text);
+  if (!sig.ok()) return InvalidInput(fmt::format("{}: {}", sig_path, sig.status().message()));
   FP_ASSIGN_OR_RETURN(std::string pem, ReadFile(f.pub));
-  auto check = VerifyEvidence(bytes, sig, pem);
+  auto check = VerifyEvidence(bytes, *sig, pem);
   if (!check.ok()) return InvalidInput(fmt::format("{}: {}", sig_path, check.status().message()));
   if (!check->valid) {
     return Status(StatusCode::kCheckFailed, fmt::format("{}: signature NOT valid: {}", f.file, check->reason));

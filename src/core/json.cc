@@ -12,12 +12,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "core/utf8.h"
+#include "fleetplan/core/json_keys.h"
 #include "fleetplan/core/output_file.h"
+#include "fleetplan/core/read_log.h"
 
 namespace fleetplan {
 namespace {
@@ -167,6 +171,7 @@ Expected<std::string> ReadFile(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(n));
   }
   ::close(fd);
+  NoteFileRead(path, text);
   return text;
 }
 
@@ -193,7 +198,44 @@ struct FailureOffset final : nlohmann::json_sax<Json> {
   }
 };
 
+// A SAX consumer that stops at the first key given twice in one object.
+struct DuplicateKeys final : nlohmann::json_sax<Json> {
+  std::vector<std::set<std::string>> open;  // the keys of each object being read
+  std::optional<std::string> duplicate;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!open.back().insert(k).second) {
+      duplicate = k;
+      return false;
+    }
+    return true;
+  }
+  bool end_object() override {
+    open.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 }  // namespace
+
+std::optional<std::string> FindDuplicateJsonKey(std::string_view text) {
+  DuplicateKeys keys;
+  Json::sax_parse(text, &keys, nlohmann::detail::input_format_t::json, /*strict=*/false);
+  return keys.duplicate;
+}
 
 Json ParseJsonText(std::string_view text) {
   try {

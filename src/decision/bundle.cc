@@ -80,6 +80,7 @@ std::optional<std::string> PlanBundle::CandidateFor(std::string_view gate) const
 
 Expected<PlanBundle> LoadPlanBundle(const std::string& path) {
   PlanBundle b;
+  const ReadLogScope record(b.reads.get());
   b.path = path;
   b.dir = std::filesystem::path(path).parent_path().string();
   FP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));

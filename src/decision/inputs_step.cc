@@ -22,9 +22,9 @@ GateCheck PolicySignatureCheck(const PlanBundle& b, const std::string& key_pem, 
     return FailCheck("policy", fmt::format("{} is not signed ({} missing) and --policy-key requires it", b.policy_file.name,
                                            sig_path));
   }
-  const Json sig = Json::parse(*sig_text, nullptr, false);
-  if (sig.is_discarded()) return FailCheck("policy", fmt::format("{} is not a signature document", sig_path));
-  auto check = VerifyEvidence(b.policy_file.bytes, sig, key_pem);
+  const Expected<Json> sig = ParseSignatureDocument(*sig_text);
+  if (!sig.ok()) return FailCheck("policy", fmt::format("{}: {}", sig_path, sig.status().message()));
+  auto check = VerifyEvidence(b.policy_file.bytes, *sig, key_pem);
   if (!check.ok()) return FailCheck("policy", fmt::format("{}: {}", sig_path, check.status().message()));
   if (!check->valid) return FailCheck("policy", fmt::format("{}'s signature is not valid: {}", b.policy_file.name, check->reason));
   if (check->kind != "policy") {

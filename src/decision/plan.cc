@@ -1,10 +1,16 @@
 #include "fleetplan/decision/plan.h"
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "decision/sensitivity.h"
 #include "decision/steps.h"
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/read_log.h"
 
 namespace fleetplan {
 namespace {
@@ -164,6 +170,49 @@ std::string PlanText(const Json& plan) {
   return t;
 }
 
+// The digest of a file read as a stream (a trace, a records file), taken now.
+Expected<std::string> DigestOfFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidInput(fmt::format("cannot read '{}' again to bind it to the plan", path));
+  Sha256Stream digest;
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    digest.Update(std::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
+  }
+  if (in.bad()) return InvalidInput(fmt::format("cannot read '{}' again to bind it to the plan", path));
+  return digest.FinishDigest();
+}
+
+// Every file the bundle and the plan read that no input names yet (catalogs the deployment
+// names, files its workload names, signatures, keys, rounds, records) joins the inputs as
+// role `read`, so the digest covers every byte the decision rests on. A file read twice
+// with different bytes changed while the plan ran: the plan is refused.
+Status BindReads(const PlanBundle& b, Json& inputs) {
+  const std::filesystem::path dir = b.dir.empty() ? std::filesystem::path(".") : std::filesystem::path(b.dir);
+  const std::vector<std::string> changed = b.reads->Conflicts();
+  if (!changed.empty()) {
+    return InvalidInput(fmt::format("{}: the file changed while the plan read it; plan again once it is settled",
+                                    changed.front()));
+  }
+  std::set<std::string> named;
+  for (const Json& i : inputs) named.insert((dir / i["name"].get<std::string>()).lexically_normal().generic_string());
+  for (const ReadLog::Entry& e : b.reads->Entries()) {
+    if (named.contains(std::filesystem::path(e.path).lexically_normal().generic_string())) continue;
+    std::string digest;
+    if (e.digest) {
+      digest = *e.digest;
+    } else {
+      FP_ASSIGN_OR_RETURN(digest, DigestOfFile(e.path));
+    }
+    std::string name = std::filesystem::path(e.path).lexically_relative(dir).generic_string();
+    if (name.empty()) name = e.path;
+    inputs.push_back({{"name", name}, {"role", "read"}, {"kind", "file"}, {"revision", digest},
+                      {"content_digest", digest}});
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const std::vector<std::string>& PlanSteps() {
@@ -173,6 +222,7 @@ const std::vector<std::string>& PlanSteps() {
 }
 
 Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
+  const ReadLogScope record(b.reads.get());
   Steps s;
   if (o.on_step) o.on_step("inputs");
   FP_ASSIGN_OR_RETURN(s.inputs, decision::JudgeInputs(b, o.as_of, o.policy_key_pem));
@@ -204,6 +254,7 @@ Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
                    {"advancing", s.gates.advancing},
                    {"reasons", reasons}};
   FP_ASSIGN_OR_RETURN(auto sensitivity, Sensitivity(b, o, s));
+  FP_RETURN_IF_ERROR(BindReads(b, s.inputs.inputs));
   Json plan = {{"kind", "fleetplan-plan"},
                {"version", 1},
                {"name", b.name},

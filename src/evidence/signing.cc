@@ -3,13 +3,23 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/json_keys.h"
+#include "fleetplan/core/limits.h"
 
 namespace fleetplan {
 namespace {
@@ -17,6 +27,7 @@ namespace {
 constexpr size_t kEd25519PublicBytes = 32;
 constexpr size_t kEd25519SignatureBytes = 64;
 constexpr const char* kFormat = "fleetplan-signature";
+constexpr int64_t kVersion = 1;  // the signature document's version; others are refused
 
 struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
@@ -59,13 +70,16 @@ std::string Base64(const std::vector<unsigned char>& bytes) {
   return out;
 }
 
-// Strict: the padded encoding of exactly `expected` bytes.
+// Strict: the canonical padded encoding of exactly `expected` bytes. EVP_DecodeBlock also
+// takes padding written as data (`AA` for `==`) and unused low bits set, which would let
+// two different texts carry one signature; the decoded bytes must encode back to `text`.
 std::optional<std::vector<unsigned char>> FromBase64(std::string_view text, size_t expected) {
   if (text.size() != 4 * ((expected + 2) / 3)) return std::nullopt;
   std::vector<unsigned char> out(text.size() / 4 * 3);
   const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
   if (n < 0) return std::nullopt;
   out.resize(expected);  // EVP_DecodeBlock counts the padding as zero bytes
+  if (Base64(out) != text) return std::nullopt;
   return out;
 }
 
@@ -99,6 +113,70 @@ Expected<KeyPair> GenerateEd25519Key() {
   return KeyPair{WritePem(key.get(), true), WritePem(key.get(), false)};
 }
 
+namespace {
+
+// Creates `path` holding `text`, with `mode` from its first byte on disk, and never
+// replaces anything: a temporary file made owner-only by mkstemp in the same folder is
+// written, given `mode`, synced, then hard-linked to `path` (link fails when `path`
+// exists, even as a dangling link) and removed. A crash leaves at most the temporary.
+Status WriteNewFile(const std::string& path, std::string_view text, mode_t mode) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string temp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const auto fail = [&](std::string_view what, int err) {
+    return InvalidInput(fmt::format("cannot write '{}': {}: {}", path, what, std::generic_category().message(err)));
+  };
+  const int fd = ::mkstemp(temp.data());  // O_CREAT | O_EXCL, mode 0600
+  if (fd < 0) return fail("cannot create a file beside it", errno);
+  const auto abandon = [&](std::string_view what, int err) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return fail(what, err);
+  };
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return abandon("write failed", errno);
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, mode) != 0) return abandon("cannot set its mode", errno);
+  if (::fsync(fd) != 0) return abandon("cannot sync it", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return fail("close failed", err);
+  }
+  if (::link(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    if (err == EEXIST) return InvalidInput(fmt::format("'{}' exists; a key is never overwritten", path));
+    return fail("cannot put it in place", err);
+  }
+  ::unlink(temp.c_str());
+  return Status::Ok();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;  // a dangling symlink exists too
+}
+
+}  // namespace
+
+Status WriteKeyPair(const KeyPair& pair, const std::string& path) {
+  const std::string pub = path + ".pub";
+  for (const std::string& p : {path, pub}) {
+    if (Exists(p)) return InvalidInput(fmt::format("'{}' exists; a key is never overwritten", p));
+  }
+  FP_RETURN_IF_ERROR(WriteNewFile(path, pair.private_pem, S_IRUSR | S_IWUSR));
+  const Status public_written = WriteNewFile(pub, pair.public_pem, S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH);
+  if (!public_written.ok()) {
+    ::unlink(path.c_str());  // written just now by this call: no pair, no half
+    return public_written;
+  }
+  return Status::Ok();
+}
+
 Expected<std::string> KeyIdOfPublicPem(std::string_view public_pem) {
   FP_ASSIGN_OR_RETURN(Pkey key, ReadKey(public_pem, false));
   FP_ASSIGN_OR_RETURN(auto raw, RawPublic(key.get()));
@@ -121,13 +199,25 @@ Expected<Json> SignEvidence(std::string_view bytes, std::string_view kind, std::
     return Status(StatusCode::kInternal, "OpenSSL could not sign");
   }
   return Json{{"format", kFormat},
-              {"version", 1},
+              {"version", kVersion},
               {"algorithm", "ed25519"},
               {"digest", digest},
               {"kind", kind},
               {"key_id", KeyIdOfRaw(pub)},
               {"public_key", Base64(pub)},
               {"signature", Base64(sig)}};
+}
+
+Expected<Json> ParseSignatureDocument(std::string_view text) {
+  if (FindJsonNestingBeyond(text) != std::string_view::npos) return InvalidInput(JsonNestingMessage());
+  Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return InvalidInput(fmt::format("not a signature document (a {} JSON object, from `fleetplan evidence sign`)", kFormat));
+  }
+  if (const std::optional<std::string> twice = FindDuplicateJsonKey(text)) {
+    return InvalidInput(fmt::format("'{}' is given twice; a signature document names each field once", *twice));
+  }
+  return doc;
 }
 
 Expected<SignatureCheck> VerifyEvidence(std::string_view bytes, const Json& signature, std::string_view public_pem) {
@@ -140,6 +230,14 @@ Expected<SignatureCheck> VerifyEvidence(std::string_view bytes, const Json& sign
   };
   FP_ASSIGN_OR_RETURN(std::string format, text("format"));
   if (format != kFormat) return InvalidInput(fmt::format("expected a {} document, got format '{}'", kFormat, format));
+  const auto version = signature.find("version");
+  if (version == signature.end() || !version->is_number_integer() || *version != kVersion) {
+    return InvalidInput(fmt::format("unsupported signature version {}; this fleetplan reads version {}",
+                                    version == signature.end()    ? std::string("(missing)")
+                                    : version->is_number() ? version->dump()
+                                                           : std::string("(not a number)"),
+                                    kVersion));
+  }
   FP_ASSIGN_OR_RETURN(std::string algorithm, text("algorithm"));
   if (algorithm != "ed25519") return InvalidInput(fmt::format("unsupported signature algorithm '{}'", algorithm));
   FP_ASSIGN_OR_RETURN(std::string digest, text("digest"));

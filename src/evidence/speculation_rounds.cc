@@ -2,6 +2,7 @@
 // every problem located at file:line:col and the field.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -9,6 +10,8 @@
 
 #include "core/utf8.h"
 #include "fleetplan/core/error.h"
+#include "fleetplan/core/json_keys.h"
+#include "fleetplan/core/limits.h"
 #include "fleetplan/core/text_lines.h"
 #include "fleetplan/evidence/speculation_rounds.h"
 
@@ -63,6 +66,16 @@ std::string SyntaxMessage(const std::string& what) {
   return "invalid JSON: " + m;
 }
 
+// A value as an error message shows it: scalars as written (long strings cut), arrays and
+// objects by their kind only, so a huge or deeply nested value is never serialized.
+std::string Shown(const Json& v) {
+  constexpr size_t kMaxShown = 40;
+  if (v.is_array()) return fmt::format("an array of {}", v.size());
+  if (v.is_object()) return "an object";
+  const std::string text = v.dump();
+  return text.size() <= kMaxShown ? text : text.substr(0, kMaxShown) + "...";
+}
+
 Expected<std::vector<int64_t>> ReadTokens(const Json& v, std::string_view field, const LineContext& at) {
   if (!v.is_array()) return at.ErrorAtField(field, "expected an array of token ids");
   if (v.empty()) return at.ErrorAtField(field, "expected at least one drafted token, got []");
@@ -74,7 +87,7 @@ Expected<std::vector<int64_t>> ReadTokens(const Json& v, std::string_view field,
   for (const Json& t : v) {
     if (!t.is_number_integer() || (t.is_number_unsigned() && t.get<uint64_t>() > INT64_MAX) ||
         t.get<int64_t>() < 0) {
-      return at.ErrorAtField(field, fmt::format("expected token ids (integers >= 0), got {}", t.dump()));
+      return at.ErrorAtField(field, fmt::format("expected token ids (integers >= 0), got {}", Shown(t)));
     }
     ids.push_back(t.get<int64_t>());
   }
@@ -87,7 +100,7 @@ Expected<Duration> ReadMs(const Json& obj, std::string_view field, const LineCon
   if (!it->is_number()) return at.ErrorAtField(field, "expected a number of milliseconds");
   const double ms = it->get<double>();
   if (!(ms >= 0) || ms > kMaxPhaseMs) {
-    return at.ErrorAtField(field, fmt::format("expected milliseconds between 0 and {}, got {}", kMaxPhaseMs, it->dump()));
+    return at.ErrorAtField(field, fmt::format("expected milliseconds between 0 and {}, got {}", kMaxPhaseMs, Shown(*it)));
   }
   return Duration::FromMillisRounded(ms);
 }
@@ -122,7 +135,7 @@ Status ReadRound(const Json& obj, const LineContext& at, SpecRound& r) {
   }
   if (auto it = obj.find("batch"); it != obj.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 1 || (it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX)) {
-      return at.ErrorAtField("batch", fmt::format("expected an integer >= 1, got {}", it->dump()));
+      return at.ErrorAtField("batch", fmt::format("expected an integer >= 1, got {}", Shown(*it)));
     }
     r.batch = it->get<int64_t>();
   }
@@ -153,11 +166,24 @@ Expected<SpecRounds> ParseSpecRounds(std::string_view text, const std::string& d
     if (utf8::FindInvalid(line) != std::string_view::npos) {
       return at.ErrorAtOffset(utf8::FindInvalid(line), "", "the line is not valid UTF-8");
     }
+    // Nesting is bounded before anything parses or walks the line (docs/limits.md).
+    if (const size_t deep = FindJsonNestingBeyond(line); deep != std::string_view::npos) {
+      return at.ErrorAtOffset(deep, "", JsonNestingMessage());
+    }
     Json obj;
     try {
       obj = ParseJsonText(line);
     } catch (const Json::parse_error& e) {
       return at.ErrorAtOffset(e.byte > 0 ? e.byte - 1 : 0, "", SyntaxMessage(e.what()));
+    }
+    // nlohmann keeps the last of two equal keys; a round read with another `draft` than
+    // the one its writer meant is refused instead.
+    if (const std::optional<std::string> twice = FindDuplicateJsonKey(line)) {
+      const std::string quoted = fmt::format("\"{}\"", *twice);
+      const size_t first = line.find(quoted);
+      const size_t second = first == std::string_view::npos ? first : line.find(quoted, first + 1);
+      return at.ErrorAtOffset(second == std::string_view::npos ? 0 : second, *twice,
+                              "the field is given twice in one object");
     }
     if (!obj.is_object()) return at.ErrorAtOffset(0, "", "expected a JSON object (one round per line)");
     if (obj.contains("identity")) {

@@ -77,11 +77,11 @@ SignatureVerdict JudgeSignature(const EvidenceTrust& trust, std::string_view kin
                            keys->front().file);
     return v;
   }
-  const Json sig = Json::parse(*sig_text, nullptr, false);
-  std::string why = "not a signature document";
+  const Expected<Json> sig = ParseSignatureDocument(*sig_text);
+  std::string why = sig.ok() ? std::string() : sig.status().message();
   for (const TrustedKey& k : *keys) {
-    if (sig.is_discarded()) break;
-    auto check = VerifyEvidence(bytes, sig, k.pem);
+    if (!sig.ok()) break;
+    auto check = VerifyEvidence(bytes, *sig, k.pem);
     if (!check.ok()) {
       why = check.status().message();
       break;

@@ -1,5 +1,6 @@
 #include "fleetplan/fleet/telemetry.h"
 
+#include "fleetplan/core/limits.h"
 #include "fleetplan/fleet/simulation.h"
 
 namespace fleetplan {
@@ -55,8 +56,12 @@ void Telemetry::OnDispatched(const Request& r, int32_t replica, int64_t tokens) 
 
 void Telemetry::OnEvent(const Event& e) {
   Refresh(e.time);
-  // Keep refreshing while anything else is still to happen.
-  if (sim_.queue().active_size() > 0 || sim_.has_pending_arrival()) sim_.queue().Push(e.time + delay_, this, 0);
+  // Keep refreshing while anything else is still to happen. The next refresh saturates at
+  // the latest time a simulation represents: `e.time + delay_` at the top of the delay's
+  // range (2562047h) overflowed int64 into the past, and the refresh then ran forever.
+  if (sim_.queue().active_size() > 0 || sim_.has_pending_arrival()) {
+    sim_.queue().Push(SaturatedAdd(e.time, delay_), this, 0);
+  }
 }
 
 }  // namespace fleetplan

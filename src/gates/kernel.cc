@@ -371,10 +371,13 @@ KernelGateResult RunKernelGate(const KernelSpec& spec) {
     return r;
   }
   // Conditional: the shared evidence (identity, correctness, workload) must pass; each shape
-  // then stands on its own saving.
+  // then stands on its own saving. A level that fails fails the kernel whatever its shapes
+  // save (docs/gates.md: any fail → fail): a shape cannot enable what the measured op or
+  // step time refutes.
   std::vector<GateCheck> shared = {identity, correctness};
   if (r.workload.verdict) shared.insert(shared.end(), r.workload.checks.begin(), r.workload.checks.end());
-  const GateDecision base = Combine(shared);
+  const bool level_failed = r.isolated.verdict == GateDecision::kFail || r.step.verdict == GateDecision::kFail;
+  const GateDecision base = level_failed ? GateDecision::kFail : Combine(shared);
   bool any_hold = base == GateDecision::kHold;
   for (const KernelShape& shape : spec.shapes) {
     Json ignored;

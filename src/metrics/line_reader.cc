@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "fleetplan/core/read_log.h"
+
 namespace fleetplan::metrics_detail {
 
 Expected<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) {
@@ -14,6 +16,7 @@ Expected<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) 
   if (!reader->file_) {
     return InvalidInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   }
+  NoteFileOpened(path);
   reader->buffer_.resize(kFirstChunkBytes);
   return reader;
 }

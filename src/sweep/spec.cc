@@ -12,12 +12,12 @@
 #include "fleetplan/core/scenario_schema.h"
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/fleet/scenario.h"
+#include "sweep/sweep_limits.h"
 
 namespace fleetplan {
 namespace {
 
-// Most points one spec may describe: a sweep larger than this is a typo, not a plan.
-constexpr int64_t kMaxPoints = 1'000'000;
+using sweep_internal::kMaxSweepPoints;
 // Most values one range axis may expand to.
 constexpr int64_t kMaxRangeValues = 10'000;
 // The attainment a class must reach to "meet the SLO" when the spec states none.
@@ -421,8 +421,8 @@ Expected<SweepSpec> LoadSweepSpecText(std::string_view text, std::string display
     s.gpu_hour_price = price;
   }
   const double points = static_cast<double>(s.configurations()) * static_cast<double>(s.seeds.size());
-  if (points > static_cast<double>(kMaxPoints)) {
-    return root["axes"].Error(fmt::format("the sweep has {:.0f} points; at most {} are allowed", points, kMaxPoints));
+  if (points > static_cast<double>(kMaxSweepPoints)) {
+    return root["axes"].Error(fmt::format("the sweep has {:.0f} points; at most {} are allowed", points, kMaxSweepPoints));
   }
   FP_ASSIGN_OR_RETURN(s.digest, DigestOfJson(Json{{"spec", DigestOf(text)}, {"base", s.base_digest}}));
   return s;

@@ -13,8 +13,10 @@
 #include <thread>
 
 #include "fleetplan/core/limits.h"
+#include "fleetplan/core/read_log.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/summary.h"
+#include "sweep/partial_check.h"
 #include "sweep/pretty_object.h"
 
 namespace fleetplan {
@@ -32,7 +34,13 @@ void ParallelFor(size_t n, int jobs, const std::function<void(size_t)>& work) {
     return;
   }
   std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) pool.emplace_back(loop);
+  // Workers read for the caller: they record into its ReadLog (a plan binds what they read).
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&loop, log = ReadLog::Current()] {
+      ReadLogScope scope(log);
+      loop();
+    });
+  }
   for (std::thread& t : pool) t.join();
 }
 
@@ -228,8 +236,19 @@ Expected<SweepResult> MergePartials(const std::vector<std::string>& paths) {
   }
   FP_RETURN_IF_ERROR(CheckShards(headers, paths));
   const Json& spec = headers[0]["spec"];
+  // The digest names the spec's bytes, which a partial does not hold: the spec body it
+  // carries is what the summary reads, so every partial must carry the same one, and that
+  // one must be a spec a run writes (its counts recomputed, within the points limit).
+  for (size_t f = 1; f < headers.size(); ++f) {
+    if (headers[f]["spec"] != spec) {
+      return InvalidInput(fmt::format("{}: its spec differs from the one in {} though both name {}; a partial was edited",
+                                      paths[f], paths[0], spec["digest"].get<std::string>()));
+    }
+  }
+  if (Status ok = sweep_internal::CheckPartialSpec(spec); !ok.ok()) {
+    return InvalidInput(fmt::format("{}: {}", paths[0], ok.message()));
+  }
   const int64_t points = spec["points"].get<int64_t>();
-  if (points < 0) return InvalidInput(fmt::format("{}: the spec has {} points", paths[0], points));
   // Pass 2: the rows, one at a time, into the spool.
   FP_ASSIGN_OR_RETURN(std::unique_ptr<JsonSpool> rows, JsonSpool::Create(points));
   for (size_t f = 0; f < paths.size(); ++f) {
@@ -245,6 +264,7 @@ Expected<SweepResult> MergePartials(const std::vector<std::string>& paths) {
       const int64_t i = index.get<int64_t>();
       if (i % count != shard) throw StopParse{fmt::format("point {} is not one of shard {}/{}", i, shard, count)};
       if (rows->Has(i)) throw StopParse{fmt::format("point {} is given twice", i)};
+      if (auto bad = sweep_internal::CheckPartialRow(spec, row, i)) throw StopParse{fmt::format("point {}: {}", i, *bad)};
       Status put = rows->Put(i, row);
       if (!put.ok()) throw StopParse{put.message()};
     };

@@ -40,6 +40,11 @@ LineReader::Result LineReader::Next(std::string_view* line) {
       const auto pos = static_cast<size_t>(static_cast<const char*>(nl) - buffer_.data());
       size_t len = pos - begin_;
       if (len > 0 && start[len - 1] == '\r') --len;
+      // The limit is exact: a read may bring a longer line's newline in with it.
+      if (len > kMaxLineBytes) {
+        ++line_number_;
+        return Result::kTooLong;
+      }
       *line = std::string_view(start, len);
       begin_ = pos + 1;
       ++line_number_;

@@ -15,6 +15,7 @@
 
 #include "fleetplan/workload/trace.h"
 #include "fleetplan/core/limits.h"
+#include "fleetplan/core/read_log.h"
 #include "workload/csv.h"
 #include "workload/json_line.h"
 #include "workload/line_reader.h"
@@ -308,16 +309,37 @@ class TraceReader final : public TraceSource {
 };
 
 // The first line of a seekable stream, which is then rewound for the reader; nullopt
-// when the stream holds no bytes at all.
-std::optional<std::string> PeekFirstLine(std::istream& in) {
+// when the stream holds no bytes at all. The line limit applies here as in the reader:
+// at most kMaxLineBytes (+ its "\r\n") are read, so a file whose first line is 30 MB
+// long is refused after 16 MiB instead of being read whole and parsed for detection.
+Expected<std::optional<std::string>> PeekFirstLine(std::istream& in, const std::string& display_name) {
+  constexpr size_t kMost = LineReader::kMaxLineBytes + 2;
+  constexpr size_t kChunk = size_t{64} << 10;
   std::string first;
-  std::getline(in, first);
-  if (first.empty() && in.eof()) return std::nullopt;
+  bool ended = false;  // a newline was found
+  while (first.size() < kMost) {
+    const size_t at = first.size();
+    first.resize(std::min(kMost, at + kChunk));
+    in.read(first.data() + at, static_cast<std::streamsize>(first.size() - at));
+    first.resize(at + static_cast<size_t>(in.gcount()));
+    if (const size_t nl = first.find('\n', at); nl != std::string::npos) {
+      first.resize(nl);
+      ended = true;
+      break;
+    }
+    if (!in) break;  // end of the stream
+  }
+  const bool empty = first.empty() && !ended;
   in.clear();
   in.seekg(0);
+  if (empty) return std::optional<std::string>();
   if (!first.empty() && first.back() == '\r') first.pop_back();
+  if (first.size() > LineReader::kMaxLineBytes) {
+    return LocatedError(SourceLocation{display_name, 1, 0, ""}, "",
+                        fmt::format("line is longer than {} MiB; is this a trace file?", LineReader::kMaxLineBytes >> 20));
+  }
   if (std::string_view(first).substr(0, kUtf8Bom.size()) == kUtf8Bom) first.erase(0, kUtf8Bom.size());
-  return first;
+  return std::optional<std::string>(std::move(first));
 }
 
 }  // namespace
@@ -416,7 +438,7 @@ Expected<std::unique_ptr<TraceSource>> OpenTraceStream(std::unique_ptr<std::istr
   if (options.format) {
     format = *options.format;
   } else {
-    const std::optional<std::string> first = workload_internal::PeekFirstLine(*in);
+    FP_ASSIGN_OR_RETURN(const std::optional<std::string> first, workload_internal::PeekFirstLine(*in, display_name));
     if (!first) {
       return LocatedError(SourceLocation{display_name, 0, 0, ""}, "",
                           "the file is empty: a trace needs at least one request");
@@ -439,6 +461,7 @@ Expected<std::unique_ptr<TraceSource>> OpenTrace(const std::string& path, const 
   if (!*in) {
     return LocatedError(SourceLocation{path, 0, 0, ""}, "", "cannot open the trace file (missing or unreadable)");
   }
+  NoteFileOpened(path);
   return OpenTraceStream(std::move(in), path, options);
 }
 

@@ -86,6 +86,27 @@ TEST_F(Capacity, SpecErrorsAreLocatedWithDidYouMean) {
   EXPECT_NE(ErrorOf(missing).find("cap.yaml:2:11: scenario:"), std::string::npos) << ErrorOf(missing);
 }
 
+// `1e308/gpu-h` overflowed the cost to infinity (exit 70 writing capacity.json), and
+// `99999999999999999999/gpu-h` priced a fleet at $4.8e21/h: prices are bounded at read.
+TEST_F(Capacity, AnAbsurdPriceIsRefusedWhereItIsWritten) {
+  const auto with_price = [](std::string_view price) {
+    std::string text = SpecText("replica_capacity: {rate: 2/s}\n");
+    return LoadCapacitySpecText(text.replace(text.find("{on_demand: 4/gpu-h}"), 20, price), "cap.yaml", ".");
+  };
+  EXPECT_EQ(ErrorOf(with_price("{on_demand: 1e308/gpu-h}")),
+            "cap.yaml:10:20: price.on_demand: expected a price of at most 1000000/gpu-h (fleetplan's limit; "
+            "docs/limits.md), got '1e308/gpu-h'");
+  EXPECT_EQ(ErrorOf(with_price("{on_demand: 99999999999999999999/gpu-h}")),
+            "cap.yaml:10:20: price.on_demand: expected a price of at most 1000000/gpu-h (fleetplan's limit; "
+            "docs/limits.md), got '99999999999999999999/gpu-h'");
+  EXPECT_EQ(ErrorOf(with_price("{on_demand: 4/gpu-h, committed: {rate: 1000001/gpu-h, gpus: 8, term: 1y}}")),
+            "cap.yaml:10:47: price.committed.rate: expected a price of at most 1000000/gpu-h (fleetplan's limit; "
+            "docs/limits.md), got '1000001/gpu-h'");
+  auto at_limit = with_price("{on_demand: 1000000/gpu-h}");
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status().message();
+  EXPECT_EQ(at_limit->price.on_demand_per_gpu_hour, 1e6);
+}
+
 DimensionRequirement Dim(std::string name, double exact) {
   DimensionRequirement d;
   d.name = std::move(name);

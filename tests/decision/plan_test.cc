@@ -271,6 +271,33 @@ TEST_F(PlanTest, TheSameBundleTwiceIsByteIdenticalAndEveryInputMovesTheDigest) {
   EXPECT_EQ(digests.size(), 11u);
 }
 
+// A catalog the deployment names redefines the inventory's GPU: the plan read it, so its
+// bytes are bound like the bundle's own files, and touching it moves the digest.
+TEST_F(PlanTest, ACatalogTheDeploymentNamesIsBoundAndMovesTheDigest) {
+  Spit("b/cat.yaml",
+       "gpus:\n  h100-sxm-80g:\n    memory: 81559MiB\n    memory_bandwidth: 3.35TB/s\n    bf16_tflops: 989.5\n"
+       "    fp8_tflops: 1979\n    int8_tops: 1979\n    default_intra_link: nvlink4\n"
+       "    dtypes: [bf16, fp16, fp32, fp8, int8, int4]\n");
+  Edit("b/deployment.yaml", "\nseed: 42 ", "\ncatalog: cat.yaml\nseed: 42 ");
+  const Json a = Plan();
+  Json bound;
+  for (const Json& i : a["inputs"]) {
+    if (i["name"] == "cat.yaml") bound = i;
+  }
+  ASSERT_TRUE(bound.is_object()) << a["inputs"].dump(2);
+  EXPECT_EQ(bound["role"], "read");
+  EXPECT_EQ(bound["content_digest"], DigestOf(testing::FileText("b/cat.yaml")));
+  // One byte of the catalog, ten times the GPU's compute: another decision, another digest.
+  Edit("b/cat.yaml", "bf16_tflops: 989.5", "bf16_tflops: 9895");
+  const Json b = Plan();
+  EXPECT_NE(a["digest"], b["digest"]);
+  // A comment alone changes no figure, but still the bytes the decision is bound to.
+  Edit("b/cat.yaml", "gpus:", "# touched\ngpus:");
+  const Json c = Plan();
+  EXPECT_NE(b["digest"], c["digest"]);
+  EXPECT_EQ(b["decision"], c["decision"]);
+}
+
 TEST_F(PlanTest, SignaturesThePolicyRequiresAreChecked) {
   auto bench = GenerateEd25519Key();
   auto policy = GenerateEd25519Key();

@@ -2,6 +2,13 @@
 // Ed25519 signatures that bind content and kind to a trusted key.
 #include "fleetplan/evidence/evidence.h"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "fleetplan/core/digest.h"
@@ -121,6 +128,101 @@ TEST(EvidenceSigning, ASignatureBindsContentAndKindToOneKey) {
   EXPECT_FALSE(VerifyEvidence(kBench, short_sig, signer->public_pem).ok());
   EXPECT_EQ(SignEvidence(kBench, "benchmark", "not a key").status().code(), StatusCode::kInvalidInput);
   EXPECT_EQ(VerifyEvidence(kBench, Json::object(), signer->public_pem).status().code(), StatusCode::kInvalidInput);
+}
+
+// Two different signature texts verified for one signature: padding written as data
+// (`AA` for `==`) and unused low bits set decode to the same 64 bytes.
+TEST(EvidenceSigningRegression, OnlyTheCanonicalBase64OfASignatureVerifies) {
+  auto signer = GenerateEd25519Key();
+  ASSERT_TRUE(signer.ok());
+  const Json sig = *SignEvidence(kBench, "benchmark", signer->private_pem);
+  const std::string text = sig["signature"].get<std::string>();
+  ASSERT_EQ(text.size(), 88u);
+  ASSERT_EQ(text.substr(86), "==");
+  Json padded = sig;
+  padded["signature"] = text.substr(0, 86) + "AA";
+  auto a = VerifyEvidence(kBench, padded, signer->public_pem);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), "the signature is not the base64 of 64 bytes");
+  // The last data character carries 4 unused bits: set one of them.
+  Json low_bits = sig;
+  std::string changed = text;
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  changed[85] = alphabet[alphabet.find(changed[85]) ^ 1];
+  low_bits["signature"] = changed;
+  EXPECT_FALSE(VerifyEvidence(kBench, low_bits, signer->public_pem).ok());
+  auto ok = VerifyEvidence(kBench, sig, signer->public_pem);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->valid);
+}
+
+TEST(EvidenceSigningRegression, AnUnknownVersionIsRefused) {
+  auto signer = GenerateEd25519Key();
+  ASSERT_TRUE(signer.ok());
+  Json sig = *SignEvidence(kBench, "benchmark", signer->private_pem);
+  sig["version"] = 99;
+  auto r = VerifyEvidence(kBench, sig, signer->public_pem);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "unsupported signature version 99; this fleetplan reads version 1");
+  sig["version"] = "1";
+  EXPECT_FALSE(VerifyEvidence(kBench, sig, signer->public_pem).ok());
+  sig.erase("version");
+  EXPECT_FALSE(VerifyEvidence(kBench, sig, signer->public_pem).ok());
+}
+
+// {"kind": "policy", ..., "kind": "benchmark"} verified as benchmark (the last key won).
+TEST(EvidenceSigningRegression, ASignatureDocumentWithAKeyGivenTwiceIsRefused) {
+  auto signer = GenerateEd25519Key();
+  ASSERT_TRUE(signer.ok());
+  const std::string text = *CanonicalJson(*SignEvidence(kBench, "benchmark", signer->private_pem));
+  ASSERT_TRUE(ParseSignatureDocument(text).ok());
+  const std::string twice = R"({"kind":"policy",)" + text.substr(1);
+  auto r = ParseSignatureDocument(twice);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "'kind' is given twice; a signature document names each field once");
+  auto deep = ParseSignatureDocument(R"({"kind": )" + std::string(10'000, '[') + std::string(10'000, ']') + "}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested more than 64 deep"), std::string::npos);
+  EXPECT_FALSE(ParseSignatureDocument("[1]").ok());
+}
+
+// keygen wrote the private key 0644 and chmod-ed it after the rename, and replaced an
+// existing KEY.pub.
+TEST(EvidenceKeygenRegression, ThePrivateKeyIsOwnerOnlyAndNoKeyFileIsReplaced) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "keygen-regression";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto pair = GenerateEd25519Key();
+  ASSERT_TRUE(pair.ok());
+  const std::string key = (dir / "k").string();
+  ASSERT_TRUE(WriteKeyPair(*pair, key).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((key + ".pub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  // No temporary is left beside them.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 2);
+
+  // An existing KEY.pub (or KEY) is kept, and no private key is written without it.
+  const std::string other = (dir / "kgp").string();
+  { std::ofstream(other + ".pub") << "keep\n"; }
+  const Status pub_exists = WriteKeyPair(*pair, other);
+  ASSERT_FALSE(pub_exists.ok());
+  EXPECT_EQ(pub_exists.message(), "'" + other + ".pub' exists; a key is never overwritten");
+  std::ifstream kept(other + ".pub");
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "keep");
+  EXPECT_FALSE(std::filesystem::exists(other));
+  const Status key_exists = WriteKeyPair(*pair, key);
+  ASSERT_FALSE(key_exists.ok());
+  EXPECT_EQ(key_exists.message(), "'" + key + "' exists; a key is never overwritten");
+  // A dangling link in KEY's place is not followed.
+  const std::string link = (dir / "dangling").string();
+  std::filesystem::create_symlink(dir / "nowhere", link);
+  EXPECT_FALSE(WriteKeyPair(*pair, link).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir / "nowhere"));
 }
 
 }  // namespace

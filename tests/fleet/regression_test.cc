@@ -120,5 +120,24 @@ TEST(ClosedLoop, DrawnThinkTimesWithManyUsersRunToTheEnd) {
   }
 }
 
+// Defect: router.telemetry_delay at the top of its documented range (2562047h, the
+// largest duration) never finished, even for 5 requests: the next refresh's time
+// overflowed int64 into the past. It now saturates, and the run ends as with any delay
+// longer than the run.
+TEST(Telemetry, TheLargestTelemetryDelayFinishes) {
+  std::string at_max(AtlasScenarioYaml());
+  at_max.replace(at_max.find("telemetry_delay: 50ms"), 21, "telemetry_delay: 2562047h");
+  at_max.replace(at_max.find("duration: 10m"), 13, "duration: 5s");
+  std::string long_delay = at_max;
+  long_delay.replace(long_delay.find("telemetry_delay: 2562047h"), 25, "telemetry_delay: 2562000h");
+  auto a = testing::RunReport(at_max);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto b = testing::RunReport(long_delay);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_GT((*a)["fleet"]["requests"].get<int64_t>(), 0);
+  // No refresh happens within the run either way: the same requests, the same figures.
+  EXPECT_EQ(Json((*a)["classes"]), Json((*b)["classes"]));
+}
+
 }  // namespace
 }  // namespace fleetplan

@@ -122,6 +122,31 @@ TEST(KernelGate, TheDecisionIsConditionalOnShapes) {
   EXPECT_TRUE(none.enable.empty());
 }
 
+// The docs' kernel with `time_saved: -22%` failed its isolated and step levels, then the
+// per-shape savings decided "pass ... advance to staging".
+TEST(KernelGate, AFailedLevelFailsTheKernelWhateverItsShapesSave) {
+  const std::string shapes =
+      "shapes:\n"
+      "  - {name: decode-b1-ctx4k, time_saved: 30%}\n"
+      "  - {name: prefill-8k, time_saved: 25%, step: {time: 40ms, op_time: 10ms, added: 1ms}}\n";
+  std::string negative = Full() + shapes;
+  negative.replace(negative.find("time_saved: 22%"), 15, "time_saved: -22%");
+  const KernelGateResult r = Gate(negative);
+  EXPECT_EQ(r.isolated.verdict, GateDecision::kFail);
+  EXPECT_EQ(r.step.verdict, GateDecision::kFail);
+  EXPECT_EQ(r.decision, GateDecision::kFail);
+  EXPECT_TRUE(r.enable.empty());
+  EXPECT_EQ(ToJson(r)["advance_to"], nullptr);
+  EXPECT_THAT(ToText(r), HasSubstr("decision: fail\n"));
+  // The step level alone failing (added work above the saving) fails it too.
+  const KernelGateResult step = Gate(Full("", "{time: 5.0ms, op_time: 2.0ms, added: 0.5ms}") + shapes);
+  EXPECT_EQ(step.isolated.verdict, GateDecision::kPass);
+  EXPECT_EQ(step.step.verdict, GateDecision::kFail);
+  EXPECT_EQ(step.decision, GateDecision::kFail);
+  // With both levels passing the shapes still decide.
+  EXPECT_EQ(Gate(Full() + shapes).decision, GateDecision::kPass);
+}
+
 TEST(KernelGate, InputErrorsAreLocated) {
   Expected<KernelSpec> bad = Read("isolated: {time_saved: 22}\n");
   ASSERT_FALSE(bad.ok());

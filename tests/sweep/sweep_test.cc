@@ -332,6 +332,84 @@ TEST_F(SweepShards, DamagedPartialsAreRefusedNamingTheFile) {
   EXPECT_EQ(MergePartials({"absent.json"}).status().message(), "cannot read 'absent.json': No such file or directory");
 }
 
+// Forged partials merged: a spec body other than the one the digest names crashed the
+// merge (a type error, exit 70), ±1e308 figures overflowed an interval to infinity, a
+// forged `points: 200000000` sized a 2.35 GB spool, and rows with `gpus: "lots"`, an
+// attainment of 5, `status: "bogus"` or `configuration: 999` merged with exit 0.
+TEST_F(SweepShards, ForgedPartialsAreRefusedNamingThePointAndTheField) {
+  auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [1, 2]\nseeds: [3]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  auto partial_text = [&](const Shard& shard) {
+    std::string text;
+    EXPECT_TRUE(WritePartial(*spec, shard, *RunShard(*spec, shard, 2), [&](std::string_view piece) {
+                  text += piece;
+                  return Status::Ok();
+                }).ok());
+    return text;
+  };
+  const Json whole = Json::parse(partial_text(Shard{0, 1}));
+  ASSERT_EQ(whole["points"][0]["status"], "ok") << whole["points"][0]["reason"];
+  Write("whole.json", whole.dump());
+  ASSERT_TRUE(MergePartials({"whole.json"}).ok());
+  auto refusal = [&](const std::string& name, const Json& content) {
+    Write(name, content.dump());
+    auto merged = MergePartials({name});
+    EXPECT_FALSE(merged.ok()) << name;
+    if (merged.ok()) return std::string();
+    EXPECT_EQ(merged.status().code(), StatusCode::kInvalidInput) << name;
+    return merged.status().message();
+  };
+  auto forged = [&](const std::function<void(Json&)>& edit) {
+    Json j = whole;
+    edit(j);
+    return j;
+  };
+  EXPECT_EQ(refusal("axes.json", forged([](Json& j) { j["spec"]["axes"] = {{"x", {"y"}}}; })),
+            "axes.json: spec.axes: expected an array of {path, values} (the partial's spec was edited?)");
+  EXPECT_EQ(refusal("axis.json", forged([](Json& j) { j["spec"]["axes"][0]["values"] = "y"; })),
+            "axis.json: spec.axes[0]: expected {path: string, values: [at least one]} (the partial's spec was edited?)");
+  EXPECT_EQ(refusal("count.json", forged([](Json& j) { j["spec"]["axes"][0]["values"].push_back(3); })),
+            "count.json: spec.configurations: expected 3 (the product of the axes' value counts), got 2 (the partial's "
+            "spec was edited?)");
+  EXPECT_EQ(refusal("big.json", forged([](Json& j) { j["spec"]["points"] = 200000000; })),
+            "big.json: spec.points: expected 2 (configurations x seeds), got 200000000 (the partial's spec was edited?)");
+  EXPECT_EQ(refusal("seeds.json", forged([](Json& j) {
+              j["spec"]["seeds"] = Json::array();
+              for (int i = 0; i < 1000; ++i) j["spec"]["seeds"].push_back(i);
+              j["spec"]["axes"][0]["values"] = Json::array();
+              for (int i = 0; i < 2000; ++i) j["spec"]["axes"][0]["values"].push_back(i + 1);
+              j["spec"]["configurations"] = 2000;
+              j["spec"]["points"] = 2000000;
+            })),
+            "seeds.json: spec.points: the sweep has 2000000 points; at most 1000000 are allowed (the partial's spec was "
+            "edited?)");
+  EXPECT_EQ(refusal("huge.json", forged([](Json& j) { j["points"][0]["fleet"]["goodput_rps"] = 1e308; })),
+            "huge.json: point 0: fleet.goodput_rps: expected a number in [0, 1e+12], got 1e+308");
+  EXPECT_EQ(refusal("negative.json", forged([](Json& j) { j["points"][1]["fleet"]["goodput_rps"] = -1e308; })),
+            "negative.json: point 1: fleet.goodput_rps: expected a number in [0, 1e+12], got -1e+308");
+  EXPECT_EQ(refusal("gpus.json", forged([](Json& j) { j["points"][0]["gpus"] = -8; })),
+            "gpus.json: point 0: gpus: expected a positive integer, got -8");
+  EXPECT_EQ(refusal("lots.json", forged([](Json& j) { j["points"][0]["gpus"] = "lots"; })),
+            "lots.json: point 0: gpus: expected a positive integer, got \"lots\"");
+  EXPECT_EQ(refusal("attainment.json", forged([](Json& j) { j["points"][0]["fleet"]["attainment"] = 5.0; })),
+            "attainment.json: point 0: fleet.attainment: expected a number in [0, 1], got 5.0");
+  EXPECT_EQ(refusal("status.json", forged([](Json& j) { j["points"][0]["status"] = "bogus"; })),
+            "status.json: point 0: status: expected ok, invalid or failed, got \"bogus\"");
+  EXPECT_EQ(refusal("config.json", forged([](Json& j) { j["points"][0]["configuration"] = 999; })),
+            "config.json: point 0: configuration: expected 0 (point 0 of 1 seeds per configuration), got 999");
+  EXPECT_EQ(refusal("values.json", forged([](Json& j) { j["points"][1]["values"]["deployment.replicas"] = 4; })),
+            "values.json: point 1: values: expected the axis values of configuration 1 in the spec");
+  // Shards of one spec must carry one spec body: an edit to one is refused.
+  Write("s0.json", partial_text(Shard{0, 2}));
+  Json s1 = Json::parse(partial_text(Shard{1, 2}));
+  s1["spec"]["axes"] = {{"x", {"y"}}};
+  Write("s1.json", s1.dump());
+  auto mixed = MergePartials({"s0.json", "s1.json"});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().message(), "s1.json: its spec differs from the one in s0.json though both name " +
+                                          whole["spec"]["digest"].get<std::string>() + "; a partial was edited");
+}
+
 TEST_F(SweepShards, ParseShardAcceptsOnlyIOfN) {
   EXPECT_TRUE(ParseShard("0/1").ok());
   EXPECT_EQ(ParseShard("2/3")->index, 2);

@@ -429,6 +429,32 @@ TEST(TracePolicyTest, CrlfLinesAndAMissingFinalNewline) {
   EXPECT_EQ(r[1].prompt_tokens(), 6);
 }
 
+// Defect: detection read and parsed a 30 MB first line whole (7.3 s, 1.1 GB) before the
+// reader refused it; with --format the same file was refused at once. Detection now reads
+// at most the line limit.
+TEST(TraceDetectTest, AnOverLongFirstLineIsRefusedBeforeDetection) {
+  const std::string huge = std::string(R"({"timestamp": 0, "input_length": 1, "output_length": 1, "pad": ")") +
+                           std::string((size_t{16} << 20) + 10, 'a') + "\"}\n";
+  for (const char* name : {"t.jsonl", "t"}) {
+    auto source = OpenTraceStream(std::make_unique<std::istringstream>(huge), name, {});
+    ASSERT_FALSE(source.ok()) << name;
+    EXPECT_EQ(source.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(source.status().message().find(std::string(name) + ":1:"), std::string::npos) << source.status().message();
+    EXPECT_NE(source.status().message().find("line is longer than 16 MiB; is this a trace file?"), std::string::npos)
+        << source.status().message();
+  }
+  // The same message with the format named, where the reader's line limit applies, and
+  // exactly: the chunk that brings a longer line's newline in does not let it through.
+  TraceReadOptions mooncake;
+  mooncake.format = TraceFormat::kMooncake;
+  EXPECT_NE(OpenError(huge, "t.jsonl", mooncake).find("line is longer than 16 MiB"), std::string::npos);
+  // A long first line within the limit is still read whole: detection decides Mooncake,
+  // whose reader then names the row's unknown field.
+  const std::string long_ok = std::string(R"({"timestamp": 0, "input_length": 1, "output_length": 1, "pad": ")") +
+                              std::string(size_t{15} << 20, 'a') + "\"}\n";
+  EXPECT_NE(OpenError(long_ok, "t.jsonl").find("t.jsonl:1:64: unknown field 'pad'"), std::string::npos);
+}
+
 TEST(TraceDetectTest, ContentDecidesAndContradictionsAreErrors) {
   EXPECT_EQ(*DetectTraceFormat("x.jsonl", kHeader), TraceFormat::kFleetplan);
   EXPECT_EQ(*DetectTraceFormat("x", R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]})"),

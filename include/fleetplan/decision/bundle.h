@@ -12,7 +12,10 @@
 //   evidence: [inventory.yaml, prices.yaml, ...]   evidence files (evidence/evidence.h)
 //   rollout: ladder.yaml                 optional: the rollout ladder (rollout/ladder.h)
 //
-// Files resolve against the bundle's folder. A missing or unreadable file, an evidence
+// Files resolve against the bundle's folder. Every file read while the bundle loads and
+// while a plan runs on it (catalogs the deployment names, files its workload names,
+// signatures, keys, rounds and records) is recorded in `reads`; the plan lists those it
+// did not bind by name among its inputs, so its digest covers every byte it read. A missing or unreadable file, an evidence
 // file without a valid header, or two files of one kind are located errors (invalid
 // input); whether the evidence is enough is the plan's decision, not a load error.
 // Thread model: a value.
@@ -24,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "fleetplan/core/read_log.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/core/units.h"
 #include "fleetplan/core/yaml.h"
@@ -58,6 +62,8 @@ struct PlanBundle {
   std::vector<std::pair<std::string, std::string>> candidates;  // gate -> candidate name
   std::vector<BoundFile> evidence;
   std::optional<BoundFile> rollout;
+  // Every file read loading the bundle and planning on it (shared by copies of the value).
+  std::shared_ptr<ReadLog> reads = std::make_shared<ReadLog>();
 
   const BoundFile* EvidenceOf(std::string_view kind) const;  // null when absent
   std::optional<std::string> CandidateFor(std::string_view gate) const;

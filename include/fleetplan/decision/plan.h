@@ -16,7 +16,8 @@
 // decision.release: fail when any check fails, else hold when any holds, else pass;
 // `reasons` lists the checks that decided (every check when it passes).
 // digest: SHA-256 over the canonical JSON of the bound inputs (name, kind, revision,
-// content digest) and the decision; plan.json carries no wall-clock time, so the same
+// content digest; every file the bundle's ReadLog recorded, bound by name or not) and the
+// decision; plan.json carries no wall-clock time, so the same
 // bundle and --as-of give byte-identical output.
 // Thread model: single-threaded; deterministic.
 #pragma once

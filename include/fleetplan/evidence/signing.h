@@ -8,7 +8,7 @@
 // the signature; Ed25519 is deterministic, so signing twice writes the same bytes.
 // Keys are PEM: PKCS#8 private keys and SubjectPublicKeyInfo public keys, as
 // `openssl genpkey -algorithm ed25519` and `openssl pkey -pubout` write them.
-// Thread model: pure functions.
+// Thread model: pure functions (WriteKeyPair writes files).
 #pragma once
 
 #include <string>
@@ -25,6 +25,10 @@ struct KeyPair {
 };
 // A fresh key pair (OpenSSL's random source).
 Expected<KeyPair> GenerateEd25519Key();
+// Writes `pair` as KEY (the private key, mode 0600 from its creation) and KEY.pub (0644).
+// Neither file may exist (a dangling link counts): a key is never overwritten, and when
+// KEY.pub cannot be written the KEY just written is removed.
+Status WriteKeyPair(const KeyPair& pair, const std::string& path);
 // "ed25519:" + the first 16 hex digits of SHA-256 over the 32 raw public key bytes.
 Expected<std::string> KeyIdOfPublicPem(std::string_view public_pem);
 
@@ -37,9 +41,15 @@ struct SignatureCheck {
   std::string kind;
   std::string reason;  // why not valid (digest mismatch, bad signature, untrusted key)
 };
-// Checks `signature` against `bytes` and a trusted public key (PEM). Errors: the
-// signature document or key cannot be read (InvalidInput); a wrong signature is a valid
-// result with valid == false.
+// Reads a signature document (FILE.sig): a JSON object nested at most 64 deep with each
+// key once (nlohmann would keep the last of two `kind`s). Errors: InvalidInput saying
+// what is wrong; the caller names the file.
+Expected<Json> ParseSignatureDocument(std::string_view text);
+
+// Checks `signature` against `bytes` and a trusted public key (PEM). The document must be
+// version 1 and its signature the canonical base64 of 64 bytes (one text per signature).
+// Errors: the signature document or key cannot be read (InvalidInput); a wrong signature
+// is a valid result with valid == false.
 Expected<SignatureCheck> VerifyEvidence(std::string_view bytes, const Json& signature, std::string_view public_pem);
 
 }  // namespace fleetplan

@@ -1,0 +1,1 @@
+{"algorithm":"ed25519","digest":"sha256:abababababababababababababababababababababababababababababababab","format":"fleetplan-signature","key_id":"ed25519:0011223344556677","kind":"benchmark","public_key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","signature":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==","version":1}
