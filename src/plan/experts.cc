@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <utility>
@@ -28,6 +29,10 @@ Expected<int64_t> ParseCount(std::string_view text) {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
   int64_t v = -1;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size() && text.front() != '-') {
+    return InvalidInput(fmt::format("{} is beyond the largest count this reads, {}", QuoteValue(text),
+                                    std::numeric_limits<int64_t>::max()));
+  }
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 0) {
     return InvalidInput(fmt::format("expected a non-negative integer, got {}", QuoteValue(text)));
   }

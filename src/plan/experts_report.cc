@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fleetplan/core/units_parse.h"
+#include "fleetplan/core/wording.h"
 
 namespace fleetplan {
 namespace {
@@ -90,8 +91,9 @@ Expected<ExpertsResult> AnalyzeExperts(const ExpertsRequest& request) {
 std::string ExpertsReportText(const ExpertsResult& r) {
   const ExpertsRequest& q = r.request;
   const int64_t assignments = std::accumulate(q.counts.totals.begin(), q.counts.totals.end(), int64_t{0});
-  std::string out = fmt::format("fleetplan experts: {} experts over {} ranks, {} assignments in {} step(s)\n",
-                                q.counts.experts(), q.ranks, assignments, q.counts.step_count);
+  std::string out = fmt::format("fleetplan experts: {} over {}, {} in {}\n", Counted(q.counts.experts(), "expert"),
+                                Counted(q.ranks, "rank"), Counted(assignments, "assignment"),
+                                Counted(q.counts.step_count, "step"));
   out += "load = assignments a rank serves (the MoE layer waits for the busiest rank)\n\n";
   out += LoadLine("contiguous", r.contiguous_load);
   out += LoadLine("balanced", r.balanced_load);

@@ -186,5 +186,22 @@ TEST(ExpertsReport, TotalsFormWithoutAModel) {
             "--ranks: 3 ranks do not divide the 8 experts (each rank holds the same number of experts)");
 }
 
+// One expert on one rank reads as English, and a count beyond 64 bits names that rule.
+TEST(ExpertsReport, OneOfEachIsSingularAndAnOversizedCountSaysSo) {
+  ExpertsRequest r;
+  r.counts = *ParseExpertCounts("5");
+  r.ranks = 1;
+  r.bytes_per_assignment = kAssignment;
+  Expected<ExpertsResult> res = AnalyzeExperts(r);
+  ASSERT_TRUE(res.ok()) << res.status().message();
+  EXPECT_EQ(ExpertsReportText(*res).substr(0, 69), "fleetplan experts: 1 expert over 1 rank, 5 assignments in 1 step\nload");
+  Expected<ExpertCounts> big = ParseExpertCounts("18446744073709551615,1,1,1");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("'18446744073709551615' is beyond the largest count this reads, "
+                                        "9223372036854775807"),
+            std::string::npos)
+      << big.status().message();
+}
+
 }  // namespace
 }  // namespace fleetplan
