@@ -23,7 +23,7 @@ namespace {
 struct CapacityFlags {
   std::string spec;
   std::string out;
-  int jobs = 0;
+  std::optional<int> jobs;  // not given: every hardware thread
   bool json = false;
   bool quiet = false;
   bool no_verify = false;
@@ -50,14 +50,16 @@ std::string Verdict(const Json& result) {
 }
 
 Status RunCapacity(const CapacityFlags& f, std::ostream& out, std::ostream& err) {
-  if (f.jobs < 0) return UsageError(fmt::format("--jobs: expected a number of threads >= 1, got {}", f.jobs));
+  if (f.jobs && *f.jobs < 1) {
+    return UsageError(fmt::format("--jobs: expected a number of threads >= 1, got {}", *f.jobs));
+  }
   FP_ASSIGN_OR_RETURN(CapacitySpec spec, LoadCapacitySpec(f.spec));
   const std::string stem = std::filesystem::path(f.spec).stem().string();
   const std::string dir = f.out.empty() ? fmt::format("out/capacity-{}", stem.empty() ? "spec" : stem) : f.out;
   const auto layouts = static_cast<int64_t>(std::max<size_t>(1, spec.layouts.size()));
   Progress progress(err, "capacity " + stem, "stages", layouts + (f.no_verify ? 0 : 1), ProgressFor(f.quiet));
   CapacityOptions options;
-  options.jobs = f.jobs == 0 ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : f.jobs;
+  options.jobs = f.jobs.value_or(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   options.verify = !f.no_verify;
   int64_t stage = -1;
   options.on_stage = [&](std::string_view what) {

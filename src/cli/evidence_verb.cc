@@ -91,6 +91,11 @@ Status Check(const EvidenceFlags& f, std::ostream& out) {
   if (!f.max_age.empty()) {
     auto d = ParseDuration(f.max_age);
     if (!d.ok()) return UsageError("--max-age: " + d.status().message());
+    if (*d < Sec(1)) {
+      return UsageError(fmt::format("--max-age: expected a maximum age of at least 1s (evidence times are whole "
+                                    "seconds), got '{}'",
+                                    f.max_age));
+    }
     max_age = d->ns() / 1'000'000'000;
   }
   FP_ASSIGN_OR_RETURN(EvidenceHeader h, ReadEvidenceFile(f.file));

@@ -4,6 +4,7 @@
 // records files, per workload class and pooled (rollout/records_compare.h); `fleetplan
 // rollout simulate`: simulated canary evidence (canary/simulated_canary.h). docs/rollout.md.
 // Parses, calls libfleetplan, prints.
+#include <charconv>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ struct RolloutFlags {
   std::vector<std::string> statistics;
   std::string tolerance = "5%";
   double alpha = 0.05;
-  int64_t min_samples = 50;
+  std::string min_samples = "50";
   std::string format = "fleetplan";
   bool json = false;
   std::string ladder;
@@ -170,9 +171,15 @@ Status Compare(const RolloutFlags& f, std::ostream& out) {
   if (!f.metrics.empty()) opt.metrics = f.metrics;
   FP_ASSIGN_OR_RETURN(opt.tolerance, Percent(f.tolerance));
   if (!(f.alpha > 0 && f.alpha < 1)) return UsageError(fmt::format("--alpha: expected a level in (0, 1), got {}", f.alpha));
-  if (f.min_samples < 1) return UsageError("--min-samples: expected at least 1");
+  int64_t min_samples = 0;
+  const char* end = f.min_samples.data() + f.min_samples.size();
+  const auto [ptr, ec] = std::from_chars(f.min_samples.data(), end, min_samples);
+  if (ec != std::errc() || ptr != end || min_samples < 1 || min_samples > 100'000'000) {
+    return UsageError(fmt::format("--min-samples: expected a whole number of samples between 1 and 100000000, got '{}'",
+                                  f.min_samples));
+  }
   opt.alpha = f.alpha;
-  opt.min_samples = f.min_samples;
+  opt.min_samples = min_samples;
   opt.format = f.format;
   for (const std::string& name : f.statistics) {
     auto st = ParseStatistic(name);

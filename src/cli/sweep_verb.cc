@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/output_file.h"
 #include "fleetplan/core/progress.h"
+#include "fleetplan/core/wording.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/report/sweep_page.h"
 #include "fleetplan/sweep/point.h"
@@ -30,7 +32,7 @@ namespace {
 struct SweepFlags {
   std::string spec;
   std::string out;
-  int jobs = 0;
+  std::optional<int> jobs;  // not given: every hardware thread
   bool mpi = false;
   std::string shard;
   bool json = false;
@@ -76,6 +78,11 @@ Status Finish(const SweepResult& sweep, const std::string& dir, bool json, bool 
     FP_RETURN_IF_ERROR(sweep.WriteText(StreamSink(out)));
     out << fmt::format("wrote {}\n", fmt::join(files, ", "));
   }
+  if (sweep.ok() == 0 && sweep.invalid() > 0 && sweep.failed() == 0) {
+    return InvalidInput(fmt::format("every point of the sweep is invalid ({}): no point ran; each one's reason is in "
+                                    "{}/sweep.json (`reason`)",
+                                    Counted(sweep.invalid(), "point"), dir));
+  }
   const int64_t failed = sweep.failed();
   if (failed > 0) {
     return Status(StatusCode::kCheckFailed,
@@ -86,7 +93,9 @@ Status Finish(const SweepResult& sweep, const std::string& dir, bool json, bool 
 }
 
 Status RunSweep(const SweepFlags& f, std::ostream& out, std::ostream& err) {
-  if (f.jobs < 0) return UsageError(fmt::format("--jobs: expected a number of threads >= 1, got {}", f.jobs));
+  if (f.jobs && *f.jobs < 1) {
+    return UsageError(fmt::format("--jobs: expected a number of threads >= 1, got {}", *f.jobs));
+  }
   Shard shard;
   const bool sharded = !f.shard.empty();
   if (sharded) {
@@ -121,7 +130,7 @@ Status RunSweep(const SweepFlags& f, std::ostream& out, std::ostream& err) {
     FP_RETURN_IF_ERROR(RunSweepPointsMpi(spec, indices, rows.get(), on_done));
     if (!leader) return Status::Ok();  // a worker rank: rank 0 writes the result
   } else {
-    FP_RETURN_IF_ERROR(RunSweepPoints(spec, indices, f.jobs == 0 ? DefaultJobs() : f.jobs, *rows, on_done));
+    FP_RETURN_IF_ERROR(RunSweepPoints(spec, indices, f.jobs.value_or(DefaultJobs()), *rows, on_done));
   }
   if (progress) progress->Finish();
 

@@ -58,7 +58,9 @@ Status ReadMaxAges(const YamlNode& node, EvidenceTrust& out) {
   FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
   for (const auto& [kind, value] : entries) {
     FP_ASSIGN_OR_RETURN(Duration age, value.AsDuration());
-    if (age <= Duration()) return value.Error("expected a maximum age > 0");
+    if (age < Sec(1)) {
+      return value.Error("expected a maximum age of at least 1s (evidence times are whole seconds)");
+    }
     out.max_age_s.emplace_back(kind, age.ns() / 1'000'000'000);
   }
   return Status::Ok();

@@ -577,9 +577,13 @@ Status SweepResult::WriteText(const TextSink& sink) const {
                        b["figure"].get<std::string>(), Stat(Json{{"x", b["value"]}}, "x", 3),
                        b["verdict"] == "tie" ? fmt::format(" — a tie with {}", b["tied_with"].dump()) : "");
   }
-  out += fmt::format("pareto front (goodput per GPU vs {} TTFT p99):", pareto_class);
-  for (const Json& p : pareto_["front"]) out += fmt::format(" {}", p["configuration"].get<int64_t>());
-  out += "\n";
+  if (pareto_class.empty()) {
+    out += "pareto front: none (no point ran)\n";
+  } else {
+    out += fmt::format("pareto front (goodput per GPU vs {} TTFT p99):", pareto_class);
+    for (const Json& p : pareto_["front"]) out += fmt::format(" {}", p["configuration"].get<int64_t>());
+    out += "\n";
+  }
   for (const Json& n : notes_) out += "note: " + n.get<std::string>() + "\n";
   return sink(out);
 }

@@ -72,6 +72,12 @@ TEST_F(EvidenceVerb, CheckJudgesFreshnessAtTheAsOfTime) {
   EXPECT_EQ(aged.code, 1);
   EXPECT_NE(aged.err.find("the policy's maximum age"), std::string::npos) << aged.err;
   EXPECT_EQ(RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "yesterday"}).code, 2);
+  // S21: a maximum age under a second is refused, as a policy refuses it, not judged as 0 s.
+  for (const char* age : {"0s", "1ns", "999ms"}) {
+    auto r = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-11-15T00:00:00Z", "--max-age", age});
+    EXPECT_EQ(r.code, 2) << age;
+    EXPECT_NE(r.err.find("--max-age: expected a maximum age of at least 1s"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

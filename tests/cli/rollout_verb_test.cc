@@ -62,6 +62,20 @@ TEST_F(RolloutVerb, ASlowerCandidateFailsAnIdenticalOnePassesAMissingClassHolds)
                           "base/requests.jsonl", "--metric", "ttfb_ms"})
                 .code,
             3);
+  // S20: a minimum beyond any sample count is refused, not clamped.
+  for (const char* n : {"99999999999999999999", "0", "1e3"}) {
+    auto r = RunFleetplan({"rollout", "compare", "--candidate", "same/requests.jsonl", "--baseline",
+                           "base/requests.jsonl", "--min-samples", n});
+    EXPECT_EQ(r.code, 2) << n;
+    EXPECT_NE(r.err.find("--min-samples: expected a whole number of samples between 1 and 100000000, got '" +
+                         std::string(n) + "'"),
+              std::string::npos)
+        << r.err;
+  }
+  auto statistic = RunFleetplan({"rollout", "compare", "--candidate", "same/requests.jsonl", "--baseline",
+                                 "base/requests.jsonl", "--statistic", "p50"});
+  EXPECT_EQ(statistic.code, 2);
+  EXPECT_NE(statistic.err.find("--statistic: "), std::string::npos) << statistic.err;
 }
 
 }  // namespace

@@ -129,6 +129,26 @@ TEST_F(SweepVerb, ExitCodes) {
   EXPECT_TRUE(std::filesystem::exists("of/sweep.json"));
 }
 
+// S15: --jobs 0 is a usage error, as -1 is; S16: a sweep none of whose points could run
+// exits 3 (its result is still written) and its summary names no empty class (B15).
+TEST_F(SweepVerb, JobsZeroIsRefusedAndASweepOfOnlyInvalidPointsExits3) {
+  WriteInputs();
+  for (const char* jobs : {"0", "-1"}) {
+    auto r = RunFleetplan({"sweep", "spec.yaml", "--jobs", jobs, "--quiet"});
+    EXPECT_EQ(r.code, 2) << jobs << ": " << r.err;
+    EXPECT_NE(r.err.find("--jobs: expected a number of threads >= 1, got " + std::string(jobs)), std::string::npos)
+        << r.err;
+  }
+  Write("invalid.yaml", "version: 1\nbase: base.yaml\naxes:\n  deployment.tp: [3, 5]\n");
+  auto invalid = RunFleetplan({"sweep", "invalid.yaml", "--out", "oi", "--quiet"});
+  EXPECT_EQ(invalid.code, 3) << invalid.out << invalid.err;
+  EXPECT_NE(invalid.err.find("every point of the sweep is invalid (2 points): no point ran"), std::string::npos)
+      << invalid.err;
+  EXPECT_NE(invalid.out.find("pareto front: none (no point ran)"), std::string::npos) << invalid.out;
+  EXPECT_EQ(invalid.out.find("vs  TTFT"), std::string::npos) << invalid.out;
+  EXPECT_TRUE(std::filesystem::exists("oi/sweep.json"));
+}
+
 // Runs the real binary under mpirun and compares bytes with --jobs 1.
 TEST_F(SweepVerb, MpiRanksWriteTheSameBytesAsOneThread) {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun not installed (openmpi-bin)";

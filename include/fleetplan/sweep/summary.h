@@ -45,6 +45,8 @@ class SweepResult {
  public:
   const Json& spec() const { return spec_; }
   int64_t failed() const { return counts_.at("failed").get<int64_t>(); }
+  int64_t invalid() const { return counts_.at("invalid").get<int64_t>(); }
+  int64_t ok() const { return counts_.at("ok").get<int64_t>(); }
 
   // sweep.json: the document's PrettyJson bytes, written piece by piece.
   Status WriteJson(const TextSink& sink) const;
