@@ -38,7 +38,7 @@ ModelSpec Llama(std::string name, std::string description, std::string source, i
 
 ModelSpec Atlas() {
   ModelSpec m = Llama("atlas-70b", "Atlas, the reference scenario: a ~70B dense GQA decoder, BF16",
-                      "fleetplan reference scenario (DESIGN.md); shape as in "
+                      "fleetplan reference scenario (docs/plan.md, the Atlas bundle); shape as in "
                       "meta-llama/Llama-3.1-70B config.json",
                       80, 8192, 64, 28672);
   return m;  // not a published model: no published count

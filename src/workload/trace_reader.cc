@@ -261,7 +261,7 @@ class TraceReader final : public TraceSource {
     if (!scaled || *scaled > kMaxTimeNs) {
       return InvalidInput(fmt::format(
           "at replay speed {} this row arrives {} s after the first, beyond the {} years a simulation can "
-          "span; use a larger speed or cut the trace (--until)",
+          "span; use a larger speed or cut the trace (`trace convert --duration` or `--requests`)",
           options_.speed, static_cast<double>(arrival_ns) / 1e9 / options_.speed,
           kMaxTimeNs / (int64_t{365} * 24 * 3600 * 1'000'000'000)));
     }

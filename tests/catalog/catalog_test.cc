@@ -5,8 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
+
+#include "support/build_paths.h"
 
 namespace fleetplan {
 namespace {
@@ -48,6 +52,22 @@ TEST(Builtin, HasTheListedModels) {
                                    "llama-3.1-70b", "llama-3.1-8b", "llava-1.5-7b", "mistral-7b",
                                    "mixtral-8x7b", "qwen3-30b-a3b", "qwen3-32b"}));
   EXPECT_TRUE(Catalog::Builtin().overridden().empty());
+}
+
+// D6: a source that cites a document of this repository (a path ending in .md) cites one
+// that exists; documents beside the checkout are never cited.
+TEST(Builtin, SourcesCiteOnlyDocumentsTheRepositoryHas) {
+  const std::regex doc(R"(([A-Za-z0-9_./-]+\.md))");
+  const auto check = [&](const std::string& name, const std::string& source) {
+    for (std::sregex_iterator it(source.begin(), source.end(), doc), end; it != end; ++it) {
+      const std::string cited = (*it)[1];
+      EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(FLEETPLAN_SOURCE_DIR) / cited))
+          << name << " cites " << cited << ", which the repository lacks: " << source;
+    }
+  };
+  for (const auto& [name, m] : Catalog::Builtin().models()) check(name, m.source);
+  for (const auto& [name, g] : Catalog::Builtin().gpus()) check(name, g.source);
+  for (const auto& [name, l] : Catalog::Builtin().links()) check(name, l.source);
 }
 
 TEST(Builtin, ModelsAreListedInNameOrder) {

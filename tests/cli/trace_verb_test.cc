@@ -141,6 +141,21 @@ TEST_F(TraceVerbTest, SharedAzureCodeTrace) {
   EXPECT_NEAR(j["stats"]["rate_per_s"].get<double>(), 2.57, 0.005);
 }
 
+// B1: the hint for a slowed replay that outruns the simulator names flags that exist.
+TEST_F(TraceVerbTest, ASlowReplayBeyondTheSimulatedSpanNamesTheFlagsThatCutIt) {
+  const std::string trace = Write(
+      "t.jsonl", std::string(R"({"classes":["chat"],"format":"fleetplan-trace","source":{},"version":1})") + "\n" +
+                     R"({"arrival_ns":0,"class":"chat","id":0,"output_tokens":5,"prompt":[[11,100]]})" + "\n" +
+                     R"({"arrival_ns":1000000000000000,"class":"chat","id":1,"output_tokens":5,"prompt":[[12,100]]})" +
+                     "\n");
+  const CliRun r = Fleetplan({"trace", "convert", trace, "--speed", "1e-7", "-o", Path("x.jsonl")});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("use a larger speed or cut the trace (`trace convert --duration` or `--requests`)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("--until"), std::string::npos) << r.err;
+}
+
 TEST_F(TraceVerbTest, ConvertThenConvertAgainIsByteIdentical) {
   FP_REQUIRE_SHARED_DATA();
   const std::string in = Shared("traces/mooncake/synthetic_trace.jsonl");
