@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/verbs.h"
 #include "fleetplan/core/error.h"
 
@@ -56,6 +59,24 @@ Status Run(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (argc >= 2 && argv[1][0] != '-' && std::find(verbs.begin(), verbs.end(), argv[1]) == verbs.end()) {
     return UsageError("fleetplan: " + UnknownNameMessage("verb", argv[1], verbs) +
                       "\nRun `fleetplan --help` for what each verb does.\n");
+  }
+
+  // A verb that needs a sub-verb (catalog, trace, gate, evidence) names them when it gets
+  // none or an unknown one, rather than CLI11's bare "A subcommand is required".
+  if (argc >= 2 && argv[1][0] != '-') {
+    CLI::App* verb = app.get_subcommand(argv[1]);
+    if (verb->get_require_subcommand_min() > 0) {
+      std::vector<std::string> subs;
+      for (const CLI::App* sub : verb->get_subcommands([](CLI::App*) { return true; })) subs.push_back(sub->get_name());
+      if (argc < 3) {
+        return UsageError(fmt::format("fleetplan {}: name what to do: {}\nRun `fleetplan {} --help` for each one.\n",
+                                      argv[1], fmt::join(subs, ", "), argv[1]));
+      }
+      if (argv[2][0] != '-' && std::find(subs.begin(), subs.end(), argv[2]) == subs.end()) {
+        return UsageError(fmt::format("fleetplan {}: {}\nRun `fleetplan {} --help` for each one.\n", argv[1],
+                                      UnknownNameMessage(fmt::format("{} sub-verb", argv[1]), argv[2], subs), argv[1]));
+      }
+    }
   }
 
   try {

@@ -56,6 +56,23 @@ TEST_F(HardeningMessages, B12_UnknownVerbIsNamedWithDidYouMeanAndTheVerbs) {
   EXPECT_THAT(bogus.err, Not(HasSubstr("subcommand is required")));
 }
 
+// A verb that needs a sub-verb lists them when it gets none or an unknown one.
+TEST_F(HardeningMessages, SubVerbs_AVerbWithoutItsSubVerbListsThem) {
+  const CliRun none = Fleetplan({"catalog"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_THAT(none.err, StartsWith("fleetplan catalog: name what to do: "));
+  EXPECT_THAT(none.err, HasSubstr("models"));
+  EXPECT_THAT(none.err, HasSubstr("Run `fleetplan catalog --help` for each one."));
+  const CliRun nope = Fleetplan({"gate", "nope", "x"});
+  EXPECT_EQ(nope.code, 2);
+  EXPECT_THAT(nope.err, StartsWith("fleetplan gate: unknown gate sub-verb 'nope'"));
+  EXPECT_THAT(nope.err, HasSubstr("speculation"));
+  EXPECT_THAT(nope.err, Not(HasSubstr("subcommand is required")));
+  // A known sub-verb still runs, and --help still helps.
+  EXPECT_EQ(Fleetplan({"catalog", "models"}).code, 0);
+  EXPECT_EQ(Fleetplan({"gate", "--help"}).code, 0);
+}
+
 TEST_F(HardeningMessages, B1_UnterminatedQuoteIsTheYamlErrorAtItsPlace) {
   const std::string path = Write("q.yaml", "version: 1\nname: \"atlas\nmodel: {name: llama-3.1-8b}\n" +
                                                std::string("hardware: {gpu: h100-sxm-80g}\n") + kWorkload);
