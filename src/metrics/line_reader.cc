@@ -49,6 +49,12 @@ void LineReader::SkipBom(std::string_view* line) const {
   if (line_number_ == 1 && line->substr(0, kUtf8Bom.size()) == kUtf8Bom) line->remove_prefix(kUtf8Bom.size());
 }
 
+bool LineReader::TooLong() {
+  status_ = InvalidInput(fmt::format("{}:{}: line is longer than {} MiB; is this a records file? (docs/limits.md)",
+                                     path_, line_number_ + 1, kMaxLineBytes >> 20));
+  return false;
+}
+
 bool LineReader::Next(std::string_view* line) {
   if (!status_.ok()) return false;
   while (true) {
@@ -58,16 +64,19 @@ bool LineReader::Next(std::string_view* line) {
       const size_t at = static_cast<size_t>(static_cast<const char*>(nl) - base);
       size_t stop = at;
       if (stop > begin_ && base[stop - 1] == '\r') --stop;
+      if (stop - begin_ > kMaxLineBytes) return TooLong();
       *line = std::string_view(base + begin_, stop - begin_);
       begin_ = at + 1;
       ++line_number_;
       SkipBom(line);
       return true;
     }
+    if (end_ - begin_ > kMaxLineBytes + 1) return TooLong();  // no newline in more than a line's worth
     if (eof_ || !Refill()) {
       if (!status_.ok() || begin_ >= end_) return false;
       size_t stop = end_;
       if (buffer_[stop - 1] == '\r') --stop;
+      if (stop - begin_ > kMaxLineBytes) return TooLong();
       *line = std::string_view(buffer_.data() + begin_, stop - begin_);
       begin_ = end_;
       ++line_number_;

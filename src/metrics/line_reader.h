@@ -19,6 +19,10 @@ class LineReader {
   // A missing or unreadable file is an InvalidInput naming it.
   static Expected<std::unique_ptr<LineReader>> Open(const std::string& path);
 
+  // The longest line read (docs/limits.md): a longer one stops the read with a located
+  // error instead of being buffered whole.
+  static constexpr size_t kMaxLineBytes = size_t{16} << 20;
+
   // A UTF-8 byte order mark at the start of the file (some Windows tools write one).
   static constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
@@ -36,6 +40,7 @@ class LineReader {
   LineReader() = default;
   bool Refill();
   void SkipBom(std::string_view* line) const;
+  bool TooLong();  // sets the error for the line after line_number_; returns false
 
   // Reads start at kFirstChunkBytes and double up to kChunkBytes: a small file costs a
   // small buffer (not a zeroed MiB), a large one is read in 1 MiB reads (few syscalls).

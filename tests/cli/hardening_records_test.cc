@@ -32,6 +32,20 @@ std::string Record(const std::string& id_json, double arrival_s, double ttft_s, 
       ok ? fmt::format("{}", arrival_s + e2e_s) : "null", status, ok ? 11 : 0);
 }
 
+// S18: a records line longer than the 16 MiB docs/limits.md states stops the read with a
+// located error, ended or not, rather than being buffered whole.
+TEST(HardeningRecords, S18_ALineBeyondSixteenMibIsALocatedError) {
+  const std::string pad(size_t{17} << 20, 'x');
+  const std::string ended = Temp("long-line.jsonl", Record("1", 0, 0.1, 1) + R"({"id":2,"note":")" + pad + "\"}\n");
+  const std::string cut = Temp("long-tail.jsonl", Record("1", 0, 0.1, 1) + R"({"id":2,"note":")" + pad);
+  for (const std::string& records : {ended, cut}) {
+    const CliRun r = testing::RunFleetplan({"report", "--records", records, "--format", "fleetplan"});
+    EXPECT_EQ(r.code, 3) << r.err.substr(0, 300);
+    EXPECT_NE(r.err.find(records + ":2: line is longer than 16 MiB; is this a records file?"), std::string::npos)
+        << r.err.substr(0, 300);
+  }
+}
+
 TEST(HardeningRecords, S15_ReportAcceptsStringRequestIds) {
   const std::string records =
       Temp("string-ids.jsonl", Record("\"r-17\"", 0, 0.1, 1) + Record("\"chatcmpl-9f2c\"", 0.5, 0.1, 1) +
