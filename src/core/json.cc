@@ -177,9 +177,9 @@ Expected<std::string> ReadFile(const std::string& path) {
 
 namespace {
 
-// A SAX consumer that keeps nothing but where the parse failed.
-struct FailureOffset final : nlohmann::json_sax<Json> {
-  std::size_t offset = 0;
+// A SAX consumer that accepts every value and stops at a parse error: what the two below
+// leave alone.
+struct AcceptEverything : nlohmann::json_sax<Json> {
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
   bool number_integer(number_integer_t) override { return true; }
@@ -192,23 +192,22 @@ struct FailureOffset final : nlohmann::json_sax<Json> {
   bool end_object() override { return true; }
   bool start_array(std::size_t) override { return true; }
   bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+// Keeps nothing but where the parse failed.
+struct FailureOffset final : AcceptEverything {
+  std::size_t offset = 0;
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
     offset = position;
     return false;
   }
 };
 
-// A SAX consumer that stops at the first key given twice in one object.
-struct DuplicateKeys final : nlohmann::json_sax<Json> {
+// Stops at the first key given twice in one object.
+struct DuplicateKeys final : AcceptEverything {
   std::vector<std::set<std::string>> open;  // the keys of each object being read
   std::optional<std::string> duplicate;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
     open.emplace_back();
     return true;
@@ -224,9 +223,6 @@ struct DuplicateKeys final : nlohmann::json_sax<Json> {
     open.pop_back();
     return true;
   }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 };
 
 }  // namespace
