@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "fleetplan/core/limits.h"
+
 namespace py = pybind11;
 
 namespace fleetplan::python {
@@ -68,7 +70,13 @@ std::string FloatText(const py::handle& v) {
   return py::repr(v).cast<std::string>();  // shortest round-trip form
 }
 
-void Emit(YAML::Emitter& out, const py::handle& v, const std::string& path) {
+void Emit(YAML::Emitter& out, const py::handle& v, const std::string& path, int depth) {
+  if (depth > kMaxNestingDepth) {
+    // A dict that contains itself would recurse for ever; any tree this deep is no scenario.
+    throw py::value_error(fmt::format("{}...: a scenario is nested more than {} levels deep (does a dict or list "
+                                      "contain itself?)",
+                                      path.substr(0, 120), kMaxNestingDepth));
+  }
   if (v.is_none()) {
     out << YAML::Null;
   } else if (PyBool_Check(v.ptr())) {
@@ -89,13 +97,13 @@ void Emit(YAML::Emitter& out, const py::handle& v, const std::string& path) {
       }
       const std::string k = key.cast<std::string>();
       out << YAML::Key << k << YAML::Value;
-      Emit(out, value, Child(path, k));
+      Emit(out, value, Child(path, k), depth + 1);
     }
     out << YAML::EndMap;
   } else if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
     out << YAML::BeginSeq;
     size_t i = 0;
-    for (const auto& item : v) Emit(out, item, fmt::format("{}[{}]", path, i++));
+    for (const auto& item : v) Emit(out, item, fmt::format("{}[{}]", path, i++), depth + 1);
     out << YAML::EndSeq;
   } else {
     throw py::type_error(fmt::format("{}: no scenario value is a {} (use dict, list, str, int, float, bool or None)",
@@ -114,7 +122,7 @@ std::string TreeToYaml(const py::handle& tree) {
                                      py::str(tree.get_type().attr("__name__")).cast<std::string>()));
   }
   YAML::Emitter out;
-  Emit(out, tree, "");
+  Emit(out, tree, "", 0);
   std::string text = out.c_str();
   text += "\n";
   return text;
