@@ -109,14 +109,23 @@ py::dict SimulateScenario(const ScenarioSource& source, std::optional<uint64_t> 
   opt.duration = DurationArg(duration);
   RecordColumns columns;
   opt.on_record = [&columns](const RequestRecord& r) { columns.Add(r); };
+  // Ctrl-C while the run holds no GIL: the progress hook (every few thousand events) takes
+  // the GIL for a signal check, and the next request to end stops the run.
+  bool interrupted = false;
+  opt.progress = [&interrupted](SimTime, int64_t) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) interrupted = true;
+  };
+  opt.stop_when = [&interrupted](const RequestRecord&) { return interrupted; };
   Expected<RunResult> run = InternalError("not run");
   Expected<std::string> report = InternalError("not run");
   {
     py::gil_scoped_release nogil;
     Expected<Scenario> scenario = Load(source);
     run = scenario.ok() ? RunScenario(*scenario, opt) : Expected<RunResult>(scenario.status());
-    if (run.ok()) report = PrettyJson(run->report);  // what `fleetplan simulate --json` prints
+    if (run.ok() && !interrupted) report = PrettyJson(run->report);  // what `fleetplan simulate --json` prints
   }
+  if (interrupted) throw py::error_already_set();  // the KeyboardInterrupt PyErr_CheckSignals raised
   const RunResult& result = ValueOrRaise(std::move(run));
   py::dict d;
   d["report"] = ValueOrRaise(std::move(report));
