@@ -92,6 +92,9 @@ def simulate(scenario, seed=None, requests=None, duration=None):
     same inputs, byte for byte (report_json).
     """
     s = _as_scenario(scenario)
+    if requests is not None and duration is not None:
+        # As the CLI: one limit, not two that would race (`--requests` excludes `--duration`).
+        raise UsageError("simulate: give requests or duration, not both", code=2)
     if seed is not None:
         _count("seed", seed, 0)
     if requests is not None:

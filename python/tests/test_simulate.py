@@ -213,3 +213,10 @@ def test_ctrl_c_stops_a_long_simulation_promptly():
     assert time.monotonic() - started < 5.0
     # The next run is whole: nothing of the interrupted one is left behind.
     assert fleetplan.simulate(fleetplan.Scenario.atlas(), duration="20s").report["fleet"]["requests"] > 0
+
+
+def test_requests_and_duration_together_are_a_usage_error():
+    # S17: the CLI refuses --requests with --duration; the module ran with both.
+    with pytest.raises(fleetplan.UsageError, match="give requests or duration, not both") as e:
+        fleetplan.simulate(fleetplan.Scenario.atlas(), duration="1m", requests=5)
+    assert e.value.code == 2
