@@ -226,6 +226,18 @@ Status ReadAxes(const YamlNode& node, const std::vector<std::string>& known, Swe
       axis.values = std::move(*items);
     }
     if (axis.values.empty()) return value.Error("expected at least one value");
+    // Axes that overlap (one path inside another's) would label a point with a value
+    // that the other axis then replaces: refuse them.
+    for (const SweepAxis& other : s.axes) {
+      const auto inside = [](const std::string& inner, const std::string& outer) {
+        return inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 && inner[outer.size()] == '.';
+      };
+      if (inside(path, other.path) || inside(other.path, path)) {
+        return value.Error(fmt::format("axis '{}' overlaps axis '{}': a point would be labelled with a value the "
+                                       "other axis replaces; sweep one of them, or put the field in the other's values",
+                                       path, other.path));
+      }
+    }
     s.axes.push_back(std::move(axis));
   }
   return Status::Ok();

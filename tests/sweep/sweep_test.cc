@@ -168,6 +168,20 @@ TEST_F(SweepSpecFile, SpeculationKeysAreFormatKeysEvenWhenTheBaseHasNone) {
       << typo.status().message();
 }
 
+// W2: an axis inside another (deployment.replicas under deployment) labelled points with
+// values that were not applied; overlapping axes are refused where the second is written.
+TEST_F(SweepSpecFile, OverlappingAxesAreALocatedError) {
+  auto spec = Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [2, 4]\n"
+                   "  deployment: [{replicas: 2, tp: 1}]\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("spec.yaml:5:15: axes.deployment: axis 'deployment' overlaps axis "
+                                         "'deployment.replicas'"),
+            std::string::npos)
+      << spec.status().message();
+  // Siblings do not overlap, nor do paths that only share a prefix of a name.
+  EXPECT_TRUE(Spec("version: 1\nbase: small.yaml\naxes:\n  deployment.replicas: [2]\n  deployment.tp: [1]\n").ok());
+}
+
 TEST_F(SweepSpecFile, RejectsWhatCannotBeASweep) {
   for (const char* text : {
            "base: small.yaml\n",                                               // no version
