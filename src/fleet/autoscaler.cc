@@ -652,6 +652,18 @@ void Autoscaler::AddSummary(Duration span, std::vector<std::string>& lines) cons
                               s["scale_events"].get<int64_t>(), s["replicas_created"].get<int64_t>(),
                               s["nodes_provisioned"].get<int64_t>(), s["peak_nodes"].get<int64_t>(),
                               config_.nodes.max_nodes));
+  // The scale events themselves, as docs/autoscaling.md shows them: the first kShownEvents.
+  constexpr size_t kShownEvents = 20;
+  const Json& events = a["events"];
+  for (size_t i = 0; i < events.size() && i < kShownEvents; ++i) {
+    const Json& e = events[i];
+    lines.push_back(fmt::format("  {:.1f} {:<5} {:>3} -> {}  {}\n", e["at_s"].get<double>(),
+                                e["kind"].get<std::string>(), e["from"].get<int64_t>(), e["to"].get<int64_t>(),
+                                e["reason"].get<std::string>()));
+  }
+  if (events.size() > kShownEvents) {
+    lines.push_back(fmt::format("  ... {} more (report.json autoscaling.events)\n", events.size() - kShownEvents));
+  }
   const Json& h = a["gpu_hours"];
   std::string cost;
   if (!a["cost"].is_null()) {

@@ -452,6 +452,19 @@ TEST(Autoscaler, InvariantsHoldAfterEveryEvent) {
   EXPECT_FALSE(EventsOf(*r, "node").empty());
   EXPECT_FALSE(EventsOf(*r, "panic").empty());
   EXPECT_GT(Autoscaling(*r)["summary"]["replicas_created"].get<int64_t>(), 8);
+  // D4: the summary prints the scale events (the first 20) as docs/autoscaling.md shows them.
+  const Json& events = Autoscaling(*r)["events"];
+  ASSERT_FALSE(events.empty());
+  const Json& first = events[0];
+  EXPECT_NE(r->summary.find(fmt::format("  {:.1f} {:<5} {:>3} -> {}  {}\n", first["at_s"].get<double>(),
+                                        first["kind"].get<std::string>(), first["from"].get<int64_t>(),
+                                        first["to"].get<int64_t>(), first["reason"].get<std::string>())),
+            std::string::npos)
+      << r->summary;
+  if (events.size() > 20) {
+    EXPECT_NE(r->summary.find(fmt::format("  ... {} more (report.json autoscaling.events)", events.size() - 20)),
+              std::string::npos);
+  }
 }
 
 TEST(Autoscaler, SameInputsGiveByteIdenticalReports) {
