@@ -190,6 +190,10 @@ Status ReadTicks(const std::string& dir, MeasuredRun* run) {
     tick.waiting = std::llround(waiting);
     run->ticks.push_back(tick);
   }
+  if (run->ticks.empty()) {
+    // An empty file (or a header alone) measured nothing: say so, as for a missing one.
+    run->notes.push_back("timeseries.csv has no rows: no measured queue time series");
+  }
   return Status::Ok();
 }
 

@@ -66,6 +66,17 @@ TEST_F(UserRunDir, ReplaysAUserRecordedRun) {
   EXPECT_THAT(j["notes"].dump(), HasSubstr("timeseries.csv absent"));
 }
 
+// S22: an empty timeseries.csv (or a header alone) says so, as a missing one does.
+TEST_F(UserRunDir, AnEmptyTimeSeriesIsNoted) {
+  FP_REQUIRE_SHARED_DATA();
+  for (const std::string text : {"", "t,prompt_throughput,gen_throughput,running,waiting,kv_cache_pct\n"}) {
+    Write("timeseries.csv", text);
+    const VerbRun r = Validate({Dir(), "--profile", Profile4090(), "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(Json::parse(r.out)["notes"].dump(), HasSubstr("timeseries.csv has no rows")) << text;
+  }
+}
+
 TEST_F(UserRunDir, MissingMetaIsLocated) {
   std::filesystem::remove(dir_ / "meta.json");
   const VerbRun r = Validate({Dir()});
