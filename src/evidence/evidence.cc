@@ -46,6 +46,15 @@ Expected<UtcTime> ParseUtcTime(std::string_view s) {
       !Digits(s, 14, 2, mi) || s[16] != ':' || !Digits(s, 17, 2, se)) {
     return bad();
   }
+  // RFC 3339 allows both; evidence times are whole seconds on a clock without leap seconds.
+  if (s[19] == '.') {
+    return InvalidInput(fmt::format("fractional seconds are not read: evidence times are whole seconds, such as "
+                                    "2026-11-20T10:00:00Z, got '{}'",
+                                    s));
+  }
+  if (se == 60) {
+    return InvalidInput(fmt::format("a leap second (:60) is not read: write :59 or the next minute, got '{}'", s));
+  }
   if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 ||
       mi > 59 || se > 59) {
     return bad();

@@ -35,6 +35,15 @@ TEST(UtcTime, ParsesRfc3339AndFormatsBackInUtc) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().message(), std::string("expected a UTC time such as 2026-11-20T10:00:00Z, got '") + bad + "'");
   }
+  // B9: the two RFC 3339 forms not read say so.
+  auto fraction = ParseUtcTime("2026-11-24T09:00:00.5Z");
+  ASSERT_FALSE(fraction.ok());
+  EXPECT_EQ(fraction.status().message(), "fractional seconds are not read: evidence times are whole seconds, such as "
+                                         "2026-11-20T10:00:00Z, got '2026-11-24T09:00:00.5Z'");
+  auto leap_second = ParseUtcTime("2016-12-31T23:59:60Z");
+  ASSERT_FALSE(leap_second.ok());
+  EXPECT_EQ(leap_second.status().message(),
+            "a leap second (:60) is not read: write :59 or the next minute, got '2016-12-31T23:59:60Z'");
 }
 
 constexpr std::string_view kBench = R"(evidence:
