@@ -53,8 +53,8 @@ Status RunServe(ServeFlags f, std::ostream& out, std::ostream& err) {
   const auto ports = server->ports();
   const auto roles = server->roles();
   for (size_t i = 0; i < ports.size(); ++i) {
-    err << fmt::format("fleetplan serve: replica {} ({}) on http://{}:{}\n", i, PoolRoleName(roles[i]), f.options.host,
-                       ports[i]);
+    err << fmt::format("fleetplan serve: replica {} ({}) on {}\n", i, PoolRoleName(roles[i]),
+                       serve::ReplicaUrl(f.options.host, ports[i]));
   }
   err << fmt::format("fleetplan serve: model {}, speed {}x; Ctrl-C stops\n",
                      f.options.served_model_name.empty() ? plan.primary_pool().fit.memory.model.name
@@ -86,7 +86,8 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
       "replica of the scenario's deployment listens on its own port (--port, --port + 1, ...).\n"
       "With no SCENARIO, serves the built-in Atlas scenario.");
   sub->add_option("scenario", flags->scenario, "Scenario YAML file (format: docs/scenario.md)");
-  sub->add_option("--host", flags->options.host, "Address to bind (default 127.0.0.1: loopback only)");
+  sub->add_option("--host", flags->options.host,
+                  "Address to bind: an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost (default 127.0.0.1: loopback only)");
   sub->add_option("--port", flags->options.port, "First replica's port (default 8000; 0: ephemeral ports)");
   sub->add_option("--replicas", flags->replicas, "Replicas to serve (default: the scenario's; mixed pools only: prefill/decode pools keep their counts)")->check(CLI::Range(1, 1024));
   sub->add_option("--speed", flags->options.speed, "Simulated seconds per wall second (default 1)");

@@ -1349,8 +1349,13 @@ Expected<std::unique_ptr<Server>> Server::Create(const FleetPlan& plan, const Se
   sh.seed = plan.seed;
   sh.faults = plan.serve_faults;
   boost::system::error_code ec;
-  const auto address = net::ip::make_address(options.host, ec);
-  if (ec) return UsageError(fmt::format("--host: '{}' is not an IP address", options.host));
+  // localhost is the loopback this server binds by default; no name is looked up.
+  const auto address = net::ip::make_address(options.host == "localhost" ? "127.0.0.1" : options.host, ec);
+  if (ec) {
+    return UsageError(fmt::format("--host: '{}' is not an IP address (such as 127.0.0.1, ::1 or 0.0.0.0) or "
+                                  "localhost",
+                                  options.host));
+  }
   impl->clock = std::make_unique<EngineClock>(sh);
   FP_RETURN_IF_ERROR(impl->clock->Init(setup));
   for (int64_t i = 0; i < n; ++i) {
@@ -1398,6 +1403,11 @@ void Server::Stop() {
     for (auto& p : impl_->ports) p->Stop();
     impl_->shared.io.stop();
   });
+}
+
+std::string ReplicaUrl(std::string_view host, uint16_t port) {
+  return host.find(':') != std::string_view::npos ? fmt::format("http://[{}]:{}", host, port)
+                                                  : fmt::format("http://{}:{}", host, port);
 }
 
 }  // namespace fleetplan::serve

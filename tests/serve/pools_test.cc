@@ -186,5 +186,28 @@ TEST(ServePools, ReplicasFlagIsRefusedWithPools) {
   EXPECT_NE(server.status().message().find("deployment.pools"), std::string::npos) << server.status().message();
 }
 
+// B13: an IPv6 address is bracketed in the printed URL, localhost binds the loopback, and
+// a name that is no address says what is accepted.
+TEST(ServeHost, UrlsBracketIpv6AndLocalhostIsTheLoopback) {
+  EXPECT_EQ(ReplicaUrl("::1", 8000), "http://[::1]:8000");
+  EXPECT_EQ(ReplicaUrl("127.0.0.1", 8001), "http://127.0.0.1:8001");
+  auto scenario = LoadScenarioText(PoolsScenario(), "pools.yaml", ".");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto plan = Bind(*scenario);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ServeOptions o;
+  o.port = 0;
+  o.host = "localhost";
+  auto server = Server::Create(*plan, o);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  o.host = "example.invalid";
+  auto refused = Server::Create(*plan, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUsage);
+  EXPECT_NE(refused.status().message().find("is not an IP address (such as 127.0.0.1, ::1 or 0.0.0.0) or localhost"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace fleetplan::serve::testing

@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleetplan/core/status.h"
@@ -42,7 +43,7 @@
 namespace fleetplan::serve {
 
 struct ServeOptions {
-  std::string host = "127.0.0.1";
+  std::string host = "127.0.0.1";        // an IP address, or localhost (127.0.0.1)
   int port = 8000;                       // replica i listens on port + i; 0: each takes an ephemeral port
   std::optional<int64_t> replicas;       // overrides the plan's count (mixed pools only)
   double speed = 1.0;                    // simulated seconds per wall second
@@ -59,6 +60,10 @@ struct ServeOptions {
   std::optional<Duration> exit_after;      // wall time after which Run returns by itself
   bool echo = false;                       // answers repeat the prompt's tokens (tokenizer.h, EchoText)
 };
+
+// The base URL of a replica listening on host:port, as a client writes it: an IPv6
+// address in brackets (http://[::1]:8000).
+std::string ReplicaUrl(std::string_view host, uint16_t port);
 
 class Server {
  public:
