@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 #include "fleetplan/core/limits.h"
@@ -43,6 +44,10 @@ bool IsInteger(const Json& v) { return v.is_number_integer() || v.is_number_unsi
 std::optional<std::string> ReadTokenIds(const Json& arr, std::vector<int64_t>& ids) {
   ids.reserve(arr.size());
   for (const Json& t : arr) {
+    // A whole number beyond 64 bits arrives as a float: it is out of range, not a wrong type.
+    if (t.is_number_float() && std::trunc(t.get<double>()) == t.get<double>() && std::abs(t.get<double>()) >= 0x1p63) {
+      return "'prompt' token id out of range";
+    }
     if (!t.is_number_integer() && !t.is_number_unsigned()) return "'prompt' token ids must be integers";
     if (t.is_number_unsigned() && t.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return "'prompt' token id out of range";
@@ -61,7 +66,7 @@ std::optional<ParseResult> ReadPrompt(const Json& body, ApiRequest& req) {
   if (v->is_array() && v->size() == 1 && ((*v)[0].is_string() || (*v)[0].is_array())) v = &(*v)[0];
   if (v->is_string()) {
     req.prompt_text = v->get<std::string>();
-  } else if (v->is_array() && !v->empty() && IsInteger((*v)[0])) {
+  } else if (v->is_array() && !v->empty() && (*v)[0].is_number()) {
     req.prompt_is_ids = true;
     if (auto err = ReadTokenIds(*v, req.prompt_ids)) return Fail(*err, "prompt");
   } else if (v->is_array() && v->size() > 1) {

@@ -97,6 +97,15 @@ TEST(ApiRequestParse, RefusesWhatItCannotHonourWithTheField) {
   EXPECT_FALSE(deep.request);
   EXPECT_NE(deep.error.message.find("nested"), std::string::npos) << deep.error.message;
   EXPECT_FALSE(ParseApiRequest(Endpoint::kChat, R"({"model":"m","messages":[]})").request);
+  // B14: a token id beyond 64 bits is out of range, not a prompt of the wrong type; a
+  // fractional one is not an integer.
+  const auto huge = ParseApiRequest(Endpoint::kCompletions, R"({"model":"m","prompt":[18446744073709551616]})");
+  EXPECT_FALSE(huge.request);
+  EXPECT_EQ(huge.error.message, "'prompt' token id out of range");
+  EXPECT_EQ(huge.error.param, "prompt");
+  const auto half = ParseApiRequest(Endpoint::kCompletions, R"({"model":"m","prompt":[1.5, 2]})");
+  EXPECT_FALSE(half.request);
+  EXPECT_EQ(half.error.message, "'prompt' token ids must be integers");
 }
 
 TEST(Rendering, EventsAndBodiesAreValidJsonInOpenAIShape) {
