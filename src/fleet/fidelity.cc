@@ -472,8 +472,20 @@ Status Simulate(const MeasuredRun& run, const std::string& profile, const Calibr
   return Status::Ok();
 }
 
-std::string ProfileFor(const MeasuredRun& run, const std::string& given) {
-  if (given.empty()) return DefaultProfileDir(run);
+// The kernel profile of `run`: `given` (or its tp<N> folder), else the one the shared
+// data's layout implies — which a run copied elsewhere does not have: then the error says
+// to name it with --profile.
+Expected<std::string> ProfileFor(const MeasuredRun& run, const std::string& given) {
+  if (given.empty()) {
+    std::string derived = DefaultProfileDir(run);
+    if (!fs::is_directory(derived)) {
+      return InvalidInput(fmt::format("{}: no kernel profile was given, and the one the shared data's layout implies "
+                                      "({}) is not a directory: name the run's profile with --profile DIR "
+                                      "(docs/validate.md)",
+                                      run.dir, derived));
+    }
+    return derived;
+  }
   if (fs::exists(fs::path(given) / "dense.csv")) return given;
   return (fs::path(given) / fmt::format("tp{}", run.tp)).string();
 }
@@ -714,7 +726,7 @@ std::optional<std::string> OtherHardwareNote(const MeasuredRun& run, const Calib
 }
 
 Expected<ValidationResult> ValidateRun(const MeasuredRun& run, const ValidationOptions& options) {
-  const std::string profile = ProfileFor(run, options.profile_dir);
+  FP_ASSIGN_OR_RETURN(const std::string profile, ProfileFor(run, options.profile_dir));
   std::vector<std::string> profile_notes;
   FP_RETURN_IF_ERROR(CheckProfileMatchesRun(run, profile, options.allow_mismatch, &profile_notes));
   Replay replay;
@@ -1242,7 +1254,8 @@ Expected<Calibration> FitCalibration(const std::vector<MeasuredRun>& runs, const
   std::vector<std::string> profiles;
   std::vector<const MeasuredRun*> all;
   for (size_t i = 0; i < runs.size(); ++i) {
-    profiles.push_back(ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
+    FP_ASSIGN_OR_RETURN(std::string profile, ProfileFor(runs[i], i < profile_dirs.size() ? profile_dirs[i] : ""));
+    profiles.push_back(std::move(profile));
     std::vector<std::string> ignored;
     FP_RETURN_IF_ERROR(CheckProfileMatchesRun(runs[i], profiles.back(), /*allow_mismatch=*/false, &ignored));
     all.push_back(&runs[i]);
@@ -1295,7 +1308,8 @@ std::vector<std::string> CalibrationWarnings(const Calibration& c, bool converge
 
 Expected<MeasuredRun> SyntheticRun(const MeasuredRun& like, const std::string& profile_dir, const Calibration& truth) {
   Replay replay;
-  FP_RETURN_IF_ERROR(Simulate(like, ProfileFor(like, profile_dir), truth, &replay));
+  FP_ASSIGN_OR_RETURN(const std::string like_profile, ProfileFor(like, profile_dir));
+  FP_RETURN_IF_ERROR(Simulate(like, like_profile, truth, &replay));
   MeasuredRun out = like;
   out.ticks.clear();
   for (MeasuredRequest& m : out.requests) {

@@ -95,6 +95,11 @@ TEST_F(UserRunDir, MissingProfileIsAnError) {
   const VerbRun r = Validate({Dir(), "--profile", Dir() + "/no-such-profile"});
   EXPECT_EQ(r.code, 3);
   EXPECT_THAT(r.err, HasSubstr("no-such-profile"));
+  // B8: a run outside the shared data's layout, without --profile, is told to name one.
+  const VerbRun derived = Validate({Dir()});
+  EXPECT_EQ(derived.code, 3);
+  EXPECT_THAT(derived.err, HasSubstr(": no kernel profile was given, and the one the shared data's layout implies ("));
+  EXPECT_THAT(derived.err, HasSubstr("name the run's profile with --profile DIR"));
 }
 
 TEST_F(UserRunDir, MissingFieldIsLocated) {
