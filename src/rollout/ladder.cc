@@ -215,7 +215,8 @@ struct StageVerdict {
 
 // Reads a {file, digest} entry of canary evidence and checks the digest. What holds the
 // stage rather than failing the run goes to `hold` (the first reason kept): records that
-// changed after they were pinned. A file outside `root` (when set) is a located error.
+// changed after they were pinned, or a records file that does not exist (as a missing
+// evidence file holds). A file outside `root` (when set) is a located error.
 Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir, const std::string& root,
                                     std::string& hold) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
@@ -228,6 +229,11 @@ Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir
   if (!root.empty()) {
     auto inside = ResolveInside(root, dir, file);
     if (!inside.ok()) return node["file"].Error(inside.status().message());
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (hold.empty()) hold = fmt::format("no records: {} does not exist", path);
+    return path;
   }
   auto bytes = ReadFile(path);
   if (!bytes.ok()) return node["file"].Error(bytes.status().message());

@@ -1,8 +1,8 @@
 // The files a rollout ladder names: inside the bundle's folder when it has one, and what
 // a stage does with pinned records that are missing or are not records. Regression tests
 // for stage evidence and canary records that escaped a plan bundle (`../`, absolute
-// paths, symbolic links), and for a non-records file aborting the plan with its first line
-// printed.
+// paths, symbolic links), for a non-records file aborting the plan with its first line
+// printed, and for a missing records file exiting 3 where a missing evidence file holds.
 #include <filesystem>
 #include <string>
 
@@ -132,6 +132,19 @@ TEST_F(LadderFilesTest, CanaryRecordsThatAreNotRecordsHoldTheStageWithoutPrintin
             std::string::npos)
       << reason;
   EXPECT_EQ(reason.find("machine-name-not-to-be-printed"), std::string::npos) << reason;
+}
+
+TEST_F(LadderFilesTest, MissingPinnedRecordsHoldTheStageLikeMissingEvidence) {
+  fs::remove(Path("b/rollout/records/canary-1-candidate.jsonl"));
+  for (const bool in_bundle : {true, false}) {
+    auto r = Evaluate(in_bundle);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ((*r)["decision"], "hold");
+    EXPECT_EQ((*r)["stage"], "canary-1");
+    const std::string reason = Stage(*r, "canary-1")["reason"].get<std::string>();
+    EXPECT_EQ(reason, "canary-1: no records: " + Path("b/rollout/records/canary-1-candidate.jsonl") +
+                          " does not exist");
+  }
 }
 
 }  // namespace
