@@ -1,11 +1,14 @@
 #include "fleetplan/decision/bundle.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "fleetplan/core/contained_path.h"
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 
 namespace fleetplan {
@@ -54,7 +57,13 @@ Status ReadDeployment(const YamlNode& node, const std::string& dir, PlanBundle& 
   const YamlNode cands = node["candidates"];
   if (cands.present() && !cands.IsNull()) {
     FP_ASSIGN_OR_RETURN(auto entries, cands.Entries());
+    // The gates that take a candidate from the deployment (gates_step.cc).
+    static const std::vector<std::string> kCandidateGates = {"quantization"};
     for (const auto& [gate, value] : entries) {
+      if (std::find(kCandidateGates.begin(), kCandidateGates.end(), gate) == kCandidateGates.end()) {
+        return value.Error(UnknownNameMessage("gate", gate, kCandidateGates) +
+                           ": candidates name the candidate a gate judges");
+      }
       FP_ASSIGN_OR_RETURN(std::string name, value.AsString());
       b.candidates.emplace_back(gate, name);
     }

@@ -307,6 +307,23 @@ TEST_F(PlanTest, SpeculationRoundsOutsideTheBundleAreALocatedError) {
       << r.status().message();
 }
 
+// Regression: an unknown gate in deployment.candidates was ignored, and the plan held
+// for want of a quantization candidate.
+TEST_F(PlanTest, AnUnknownCandidateGateIsALocatedErrorNamingTheKnownGates) {
+  Edit("b/plan.yaml", "candidates: {quantization: fp8-w8a8}", "candidates: {warp-drive: fp8-w8a8}");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_EQ(bundle.status().code(), StatusCode::kInvalidInput);
+  const std::string& m = bundle.status().message();
+  EXPECT_NE(m.find("b/plan.yaml:"), std::string::npos) << m;
+  EXPECT_NE(m.find("deployment.candidates.warp-drive: unknown gate 'warp-drive' (valid: quantization): candidates "
+                   "name the candidate a gate judges"),
+            std::string::npos)
+      << m;
+  Edit("b/plan.yaml", "candidates: {warp-drive: fp8-w8a8}", "candidates: {quantisation: fp8-w8a8}");
+  EXPECT_NE(LoadPlanBundle("b/plan.yaml").status().message().find("did you mean 'quantization'?"), std::string::npos);
+}
+
 TEST_F(PlanTest, MissingRequiredEvidenceHolds) {
   Edit("b/plan.yaml", "  - quality.yaml ", "  # - quality.yaml ");
   const Json plan = Plan();
