@@ -37,8 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)fleetplan::ParseUtcTime(text);
   // The rollout ladder reader (its evidence files resolve against a folder that does not
-  // exist, so a ladder that loads is evaluated to holds, never to a crash).
-  auto ladder = fleetplan::LoadLadderText(text, "ladder.yaml", "/nonexistent-fuzz-dir");
+  // exist, so a ladder that loads is evaluated to holds, never to a crash), as a bundle
+  // reads it: its files kept inside that folder.
+  auto ladder = fleetplan::LoadLadderText(text, "ladder.yaml", "/nonexistent-fuzz-dir", "/nonexistent-fuzz-dir");
   fleetplan::fuzz::CheckFailure(ladder, "evidence_fuzz");
   if (ladder.ok()) {
     auto verdict = fleetplan::EvaluateLadder(*ladder, fleetplan::UtcTime{1'800'000'000});

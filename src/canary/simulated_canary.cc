@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <vector>
@@ -195,7 +196,7 @@ Expected<double> ParseSplitShare(const std::string& flag, const std::string& tex
   try {
     size_t used = 0;
     const double v = std::stod(text.substr(0, text.size() - 1), &used);
-    if (used != text.size() - 1 || !(v > 0 && v < 100)) return bad();
+    if (used != text.size() - 1 || !(v > 0 && v < 100) || !(v / 100 > 0 && v / 100 < 1)) return bad();
     return v / 100;
   } catch (const std::exception&) {
     return bad();
@@ -203,7 +204,13 @@ Expected<double> ParseSplitShare(const std::string& flag, const std::string& tex
 }
 
 std::string FormatShare(double share) {
-  return fmt::format("{:g}%", share * 100);
+  // The fewest digits that read back (as ParseSplitShare reads them) to this very share:
+  // 1% stays "1%", and 99.9999999% is never rounded to a 100% the flag refuses.
+  for (int digits = 6; digits < 17; ++digits) {
+    const std::string text = fmt::format("{:.{}g}", share * 100, digits);
+    if (std::strtod(text.c_str(), nullptr) / 100 == share) return text + "%";
+  }
+  return fmt::format("{:.17g}%", share * 100);
 }
 
 Expected<SimulatedCanary> SimulateCanary(const Scenario& baseline, const Scenario& candidate,
@@ -217,6 +224,17 @@ Expected<SimulatedCanary> SimulateCanary(const Scenario& baseline, const Scenari
         fmt::format("{} and {} ran {} and {} requests with different ids: they did not see the "
                     "same window (a workload feature that depends on the fleet?)",
                     baseline.display_name, candidate.display_name, base.ids.size(), cand.ids.size()));
+  }
+  // Each side needs records: a split that leaves one empty gives evidence no ladder can
+  // judge. The message names the shares that would give each side one request.
+  if (!base.ids.empty() && (cand.kept.empty() || base.kept.empty())) {
+    const double n = static_cast<double>(base.ids.size());
+    return UsageError(fmt::format(
+        "--split: a {} split of these {} requests leaves the {} no records, so the evidence could not be "
+        "compared; choose a split that gives each side requests (with {} requests, between about {:.3g}% and "
+        "{:.3g}%)",
+        FormatShare(o.split), base.ids.size(), cand.kept.empty() ? "candidate" : "baseline", base.ids.size(),
+        100 * std::min(0.5, 1 / n), 100 * std::max(0.5, 1 - 1 / n)));
   }
   SimulatedCanary c;
   c.split = o.split;

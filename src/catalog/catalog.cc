@@ -8,6 +8,7 @@
 
 #include "catalog/builtin.h"
 #include "catalog/readers.h"
+#include "fleetplan/core/printable_name.h"
 #include "fleetplan/core/error.h"
 
 namespace fleetplan {
@@ -33,7 +34,10 @@ Expected<Spec> Find(const std::map<std::string, Spec>& entries, std::string_view
 // contain whitespace (a typo like "h100 sxm" should fail here, not in a lookup later).
 Status CheckEntryName(const YamlNode& entry, const std::string& name) {
   const bool bad = name.empty() || name.find_first_of(" \t\n") != std::string::npos;
-  if (!bad) return Status::Ok();
+  if (!bad) {
+    Status printable = CheckPrintableName(name);
+    return printable.ok() ? printable : entry.Error(fmt::format("invalid entry name: {}", printable.message()));
+  }
   return entry.Error(
       fmt::format("invalid entry name '{}': names are non-empty and contain no "
                   "whitespace",

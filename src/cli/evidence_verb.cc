@@ -9,6 +9,7 @@
 
 #include "cli/verbs.h"
 #include "fleetplan/core/json.h"
+#include "fleetplan/core/printable_name.h"
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/evidence/evidence.h"
 #include "fleetplan/evidence/signing.h"
@@ -47,6 +48,9 @@ Status Sign(const EvidenceFlags& f, std::ostream& out) {
   if (f.key.empty()) return UsageError("evidence sign: --key KEY (a PEM Ed25519 private key) is required");
   FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(f.file));
   std::string kind = f.kind;
+  if (Status printable = CheckPrintableName(kind); !printable.ok()) {
+    return UsageError(fmt::format("--kind: {}", printable.message()));
+  }
   if (kind.empty()) {
     auto header = ReadEvidenceHeader(bytes, f.file);
     if (!header.ok()) {

@@ -32,6 +32,16 @@ struct PlanFlags {
 
 Status RunPlanVerb(const PlanFlags& f, std::ostream& out, std::ostream& err) {
   if (!f.print_bundle.empty()) {
+    // Only into a new or empty folder: an edited bundle is never overwritten.
+    std::error_code ec;
+    const std::filesystem::path dir(f.print_bundle);
+    if (std::filesystem::exists(dir, ec) &&
+        !(std::filesystem::is_directory(dir, ec) && std::filesystem::is_empty(dir, ec))) {
+      return UsageError(fmt::format("--print-bundle: '{}' already exists and is not an empty folder; the bundle is "
+                                    "written only to a new or empty folder, so edited files are never overwritten "
+                                    "(pick another folder, or remove this one)",
+                                    f.print_bundle));
+    }
     FP_RETURN_IF_ERROR(WriteAtlasBundle(f.print_bundle));
     out << fmt::format("wrote the Atlas bundle ({} files) to {}; run `fleetplan plan {}/plan.yaml --as-of TIME`\n",
                        AtlasBundleFiles().size(), f.print_bundle, f.print_bundle);

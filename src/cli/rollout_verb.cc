@@ -79,9 +79,9 @@ Expected<uint64_t> SeedFlag(const std::string& text) {
 void PrintExercise(const Json& x, std::ostream& out) {
   const Json& after = x["after_rollback"];
   const Json& held = x["candidate_held_at_rollback"];
-  out << fmt::format("rollback exercised (simulated, {:g}% to {} until {:g} s, grace {:g} s): after it {} requests "
+  out << fmt::format("rollback exercised (simulated, {} to {} until {:g} s, grace {:g} s): after it {} requests "
                      "arrived, {} served by {}, {} by {}, {} not routed\n",
-                     x["split"].get<double>() * 100, x["candidate"].get<std::string>(),
+                     FormatShare(x["split"].get<double>()), x["candidate"].get<std::string>(),
                      x["rollback_at_s"].get<double>(), x["grace_s"].get<double>(), after["arrived"].get<int64_t>(),
                      after["served_by_baseline"].get<int64_t>(), x["serving"].get<std::string>(),
                      after["served_by_candidate"].get<int64_t>(), x["candidate"].get<std::string>(),

@@ -147,18 +147,14 @@ Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err)
   if (f.no_timeline) opt.write_timeline = false;
   SimulateProgress progress(err, f.quiet, scenario, opt);
   opt.progress = progress.Fn();
+  // report.html is one of the run's files: written, or an earlier run's removed, with the others.
+  RunPage page{"report.html", nullptr};
+  if (scenario.output.html && !f.no_html) {
+    page.render = [](const Json& report) -> Expected<std::string> { return report::SimulationHtml(report); };
+  }
+  opt.pages.push_back(std::move(page));
   FP_ASSIGN_OR_RETURN(RunResult result, RunScenario(scenario, opt));
   progress.Finish(result);
-  const bool html = scenario.output.html && !f.no_html;
-  const std::string path = result.out_dir + "/report.html";
-  if (html) {
-    FP_RETURN_IF_ERROR(WriteFileAtomic(path, report::SimulationHtml(result.report)));
-    result.summary += fmt::format("wrote {}\n", path);
-  } else if (!result.out_dir.empty()) {
-    std::vector<std::string> removed;
-    FP_RETURN_IF_ERROR(RemoveStaleOutput(path, false, &removed));
-    for (const auto& r : removed) result.summary += fmt::format("removed {} (from an earlier run; not written by this one)\n", r);
-  }
   if (f.json) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(result.report));
     out << text;

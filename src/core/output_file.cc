@@ -137,17 +137,17 @@ Status OutputFile::Flush() {
 }
 
 Status OutputFile::Write(std::string_view text) {
-  FP_ASSERT(!spent_);
+  FP_ASSERT(!spent_ && !finished_);
   constexpr std::size_t kBufferBytes = std::size_t{64} << 10;
   buffer_.append(text);
   if (buffer_.size() >= kBufferBytes) return Flush();
   return Status::Ok();
 }
 
-Status OutputFile::Commit() {
-  FP_ASSERT(!spent_);
+Status OutputFile::Finish() {
+  FP_ASSERT(!spent_ && !finished_);
   FP_RETURN_IF_ERROR(Flush());
-  spent_ = true;
+  finished_ = true;
   if (target_.kind == OutputTarget::Kind::kStdout) {
     std::cout.flush();
     if (!std::cout) return Fail(EIO);
@@ -158,11 +158,22 @@ Status OutputFile::Commit() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) return Fail(errno);
-  if (replace) {
+  return Status::Ok();
+}
+
+Status OutputFile::Publish() {
+  FP_ASSERT(!spent_ && finished_);
+  spent_ = true;
+  if (target_.kind == OutputTarget::Kind::kReplace) {
     if (::rename(temp_.c_str(), target_.path.c_str()) != 0) return Fail(errno);
     temp_.clear();
   }
   return Status::Ok();
+}
+
+Status OutputFile::Commit() {
+  FP_RETURN_IF_ERROR(Finish());
+  return Publish();
 }
 
 Status WriteOutputFile(const std::string& path, std::string_view text) {

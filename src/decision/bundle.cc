@@ -1,27 +1,30 @@
 #include "fleetplan/decision/bundle.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/contained_path.h"
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 
 namespace fleetplan {
 namespace {
 
-std::string Resolve(const std::string& dir, const std::string& name) {
-  return std::filesystem::path(name).is_absolute() || dir.empty() ? name : (std::filesystem::path(dir) / name).string();
-}
-
-// Reads the file a bundle value names; errors are located at the value.
+// Reads the file a bundle value names, which must lie inside the bundle's folder `dir`
+// (core/contained_path.h); errors are located at the value.
 Expected<BoundFile> Bind(const YamlNode& value, const std::string& dir, std::string role) {
   FP_RETURN_IF_ERROR(value.RequirePresent());
   BoundFile f;
   f.role = std::move(role);
   FP_ASSIGN_OR_RETURN(f.name, value.AsString());
   if (f.name.empty()) return value.Error("expected a file name");
-  f.path = Resolve(dir, f.name);
+  auto path = ResolveInside(dir, dir, f.name);
+  if (!path.ok()) return value.Error(path.status().message());
+  f.path = std::move(*path);
   auto bytes = ReadFile(f.path);
   if (!bytes.ok()) return value.Error(bytes.status().message());
   f.bytes = std::move(*bytes);
@@ -54,7 +57,13 @@ Status ReadDeployment(const YamlNode& node, const std::string& dir, PlanBundle& 
   const YamlNode cands = node["candidates"];
   if (cands.present() && !cands.IsNull()) {
     FP_ASSIGN_OR_RETURN(auto entries, cands.Entries());
+    // The gates that take a candidate from the deployment (gates_step.cc).
+    static const std::vector<std::string> kCandidateGates = {"quantization"};
     for (const auto& [gate, value] : entries) {
+      if (std::find(kCandidateGates.begin(), kCandidateGates.end(), gate) == kCandidateGates.end()) {
+        return value.Error(UnknownNameMessage("gate", gate, kCandidateGates) +
+                           ": candidates name the candidate a gate judges");
+      }
       FP_ASSIGN_OR_RETURN(std::string name, value.AsString());
       b.candidates.emplace_back(gate, name);
     }

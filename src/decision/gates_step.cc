@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "decision/steps.h"
+#include "fleetplan/core/contained_path.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/gates/quantization.h"
 #include "fleetplan/gates/speculation.h"
@@ -69,6 +70,8 @@ Expected<std::pair<Json, GateCheck>> SpeculationGate(const PlanBundle& b, const 
   if (ordinary <= Duration()) return data["ordinary"].Error("expected the ordinary decode time per token, > 0");
   FP_ASSIGN_OR_RETURN(std::string file, data["rounds"]["file"].AsString());
   FP_ASSIGN_OR_RETURN(std::string digest, data["rounds"]["digest"].AsString());
+  auto inside = ResolveInside(b.dir, std::filesystem::path(ev->path).parent_path().string(), file);
+  if (!inside.ok()) return data["rounds"]["file"].Error(inside.status().message());
   const std::string path = (std::filesystem::path(ev->path).parent_path() / file).string();
   auto bytes = ReadFile(path);
   if (!bytes.ok()) return data["rounds"]["file"].Error(bytes.status().message());
@@ -143,7 +146,7 @@ Expected<RolloutOutcome> RunRollout(const PlanBundle& b, UtcTime as_of, const st
   out.decision = "none";
   if (!b.rollout) return out;
   const BoundFile& f = *b.rollout;
-  FP_ASSIGN_OR_RETURN(Ladder ladder, LoadLadderText(f.bytes, f.path, std::filesystem::path(f.path).parent_path().string()));
+  FP_ASSIGN_OR_RETURN(Ladder ladder, LoadLadderText(f.bytes, f.path, std::filesystem::path(f.path).parent_path().string(), b.dir.empty() ? "." : b.dir));
   inputs.push_back({{"name", f.name}, {"role", "rollout"}, {"kind", "ladder"}, {"revision", f.digest},
                     {"content_digest", f.digest}});
   if (policy_key_pem) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/printable_name.h"
 #include "fleetplan/core/calendar.h"
 #include "fleetplan/core/digest.h"
 
@@ -94,6 +95,7 @@ Expected<EvidenceHeader> ReadEvidenceHeader(std::string_view bytes, const std::s
   FP_RETURN_IF_ERROR(e["kind"].RequirePresent());
   FP_ASSIGN_OR_RETURN(h.kind, e["kind"].AsString());
   if (h.kind.empty()) return e["kind"].Error("expected an evidence kind (a word such as benchmark)");
+  if (Status printable = CheckPrintableName(h.kind); !printable.ok()) return e["kind"].Error(printable.message());
   FP_ASSIGN_OR_RETURN(h.revision, e["revision"].StringOr(h.content_digest));
   if (const auto pinned = PinnedDigest(h.revision);
       pinned && (pinned->size() != 71 || pinned->find_first_not_of("0123456789abcdef", 7) != std::string::npos)) {

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/output_folder.h"
 #include "fleetplan/fleet/autoscaler.h"
 #include "fleetplan/fleet/timeline.h"
 #include "fleetplan/catalog/dtype.h"
@@ -33,12 +34,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
  public:
   RunSink(ReportBuilder* builder, const RequestSource* source) : builder_(builder), source_(source) {}
 
-  Status OpenRecords(const std::string& path) {
-    records_path_ = path;
-    records_.open(path, std::ios::binary | std::ios::trunc);
-    if (!records_) return InvalidInput(fmt::format("cannot write '{}'", path));
-    return Status::Ok();
-  }
+  void SetRecords(OutputFile* records) { records_ = records; }
   void SetTimeline(TimelineWriter* t) { timeline_ = t; }
   void SetSimulation(Simulation* sim) { sim_ = sim; }
   void SetStopWhen(const std::function<bool(const RequestRecord&)>* stop_when) { stop_when_ = stop_when; }
@@ -59,7 +55,7 @@ class RunSink final : public EngineObserver, public FleetObserver {
     if (stop_when_ != nullptr && *stop_when_ && (*stop_when_)(r) && sim_ != nullptr) {
       sim_->RequestStop();
     }
-    if (records_.is_open()) {
+    if (records_ != nullptr) {
       AppendRecordJsonl(r, source_->names(), &buffer_);
       if (buffer_.size() >= kRecordFlushBytes) Flush();
     }
@@ -77,23 +73,22 @@ class RunSink final : public EngineObserver, public FleetObserver {
 
   const LoadTracker& load() const { return load_; }
 
+  // Writes what is buffered; the first write error, if any.
   Status Close() {
-    if (!records_.is_open()) return Status::Ok();
+    if (records_ == nullptr) return Status::Ok();
     Flush();
-    records_.close();
-    if (!records_) return InvalidInput(fmt::format("cannot write '{}'", records_path_));
-    return Status::Ok();
+    return records_status_;
   }
 
  private:
   void Flush() {
-    records_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    if (records_status_.ok()) records_status_ = records_->Write(buffer_);
     buffer_.clear();
   }
   ReportBuilder* builder_;
   const RequestSource* source_;
-  std::ofstream records_;
-  std::string records_path_;
+  OutputFile* records_ = nullptr;  // the run's OutputFolder owns it
+  Status records_status_;
   std::string buffer_;
   TimelineWriter* timeline_ = nullptr;
   Simulation* sim_ = nullptr;
@@ -341,23 +336,20 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   std::vector<std::string> files;
   std::vector<std::string> removed;
   const std::string dir = opt.out_dir.value_or(plan.output.dir);
+  // The run's files are one set (core/output_folder.h): the folder is locked against a
+  // second run, and every file goes to a temp file until the run completes, so an
+  // interrupted or failed run leaves the earlier run's files as they were.
+  std::unique_ptr<OutputFolder> folder;
   std::unique_ptr<TimelineWriter> timeline;
   if (opt.write_files) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return InvalidInput(fmt::format("cannot create output folder '{}': {}", dir, ec.message()));
-    const bool requests = opt.write_requests.value_or(plan.output.requests);
-    const bool timelines = opt.write_timeline.value_or(plan.output.timeline);
-    // The folder describes one run: a file this run does not write, left by an earlier
-    // run, is removed (and said so) rather than left beside the new report.json.
-    FP_RETURN_IF_ERROR(RemoveStaleOutput(dir + "/requests.jsonl", requests, &removed));
-    FP_RETURN_IF_ERROR(RemoveStaleOutput(dir + "/timeline.json", timelines, &removed));
-    if (requests) {
-      FP_RETURN_IF_ERROR(sink.OpenRecords(dir + "/requests.jsonl"));
+    FP_ASSIGN_OR_RETURN(folder, OutputFolder::Lock(dir));
+    if (opt.write_requests.value_or(plan.output.requests)) {
+      FP_ASSIGN_OR_RETURN(OutputFile * records, folder->Add("requests.jsonl"));
+      sink.SetRecords(records);
     }
-    if (timelines) {
-      FP_ASSIGN_OR_RETURN(timeline, TimelineWriter::Open(dir + "/timeline.json", static_cast<int32_t>(plan.replicas()),
-                                                         &source->names()));
+    if (opt.write_timeline.value_or(plan.output.timeline)) {
+      FP_ASSIGN_OR_RETURN(OutputFile * file, folder->Add("timeline.json"));
+      FP_ASSIGN_OR_RETURN(timeline, TimelineWriter::Open(file, static_cast<int32_t>(plan.replicas()), &source->names()));
       sink.SetTimeline(timeline.get());
     }
   }
@@ -457,10 +449,25 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   RunResult result;
   if (opt.write_files) {
     FP_ASSIGN_OR_RETURN(std::string text, PrettyJson(j));
-    FP_RETURN_IF_ERROR(WriteFileAtomic(dir + "/report.json", text));
+    FP_ASSIGN_OR_RETURN(OutputFile * report_file, folder->Add("report.json"));
+    FP_RETURN_IF_ERROR(report_file->Write(text));
+    std::vector<std::string> owned = {"report.json", "requests.jsonl", "timeline.json"};
+    std::vector<std::string> pages;
+    for (const RunPage& page : opt.pages) {
+      owned.push_back(page.name);
+      if (!page.render) continue;
+      FP_ASSIGN_OR_RETURN(OutputFile * file, folder->Add(page.name));
+      FP_ASSIGN_OR_RETURN(std::string page_text, page.render(j));
+      FP_RETURN_IF_ERROR(file->Write(page_text));
+      pages.push_back(folder->PathOf(page.name));
+    }
+    // The folder describes one run: a file this run does not write, left by an earlier
+    // run, is removed (and said so) rather than left beside the new report.json.
+    FP_RETURN_IF_ERROR(folder->Commit(owned, &removed));
     files.push_back(dir + "/report.json");
     if (opt.write_requests.value_or(plan.output.requests)) files.push_back(dir + "/requests.jsonl");
     if (timeline) files.push_back(dir + "/timeline.json");
+    files.insert(files.end(), pages.begin(), pages.end());
   }
   result.summary = SummaryText(plan, seed, fleet, files);
   for (const auto& f : removed) result.summary += fmt::format("removed {} (from an earlier run; not written by this one)\n", f);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/printable_name.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/core/digest.h"
@@ -411,6 +412,7 @@ Expected<Scenario> ReadScenario(std::shared_ptr<const YamlDocument> doc, std::st
 
   FP_ASSIGN_OR_RETURN(s.name, root["name"].StringOr("scenario"));
   if (s.name.empty()) return root["name"].Error("expected a non-empty name");
+  if (Status printable = CheckPrintableName(s.name); !printable.ok()) return root["name"].Error(printable.message());
   NoteDefault(root["name"], s.name, s);
   NoteDefault(root["version"], "1", s);
   int64_t seed = 0;

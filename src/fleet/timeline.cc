@@ -37,29 +37,43 @@ std::string JsonString(std::string_view s) {
 
 Expected<std::unique_ptr<TimelineWriter>> TimelineWriter::Open(const std::string& path, int32_t replicas,
                                                                const WorkloadNames* names, int64_t max_events) {
-  std::error_code ec;
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::unique_ptr<TimelineWriter> w(new TimelineWriter(path, names, max_events));
-  w->out_.open(path, std::ios::binary | std::ios::trunc);
-  if (!w->out_) return InvalidInput(fmt::format("cannot write '{}'", path));
-  w->out_ << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  w->step_index_.assign(static_cast<size_t>(replicas), 0);
-  w->Emit(R"({"ph":"M","name":"process_name","pid":0,"args":{"name":"router"}})");
-  for (int32_t r = 0; r < replicas; ++r) {
-    w->Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"replica {}"}}}})", r + 1, r));
-    w->Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":1,"args":{{"name":"steps"}}}})", r + 1));
-  }
+  FP_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, OutputFile::Open(path));
+  std::unique_ptr<TimelineWriter> w(new TimelineWriter(file.get(), names, max_events));
+  w->owned_ = std::move(file);
+  w->Start(replicas);
+  FP_RETURN_IF_ERROR(w->status_);
   return w;
 }
 
-TimelineWriter::TimelineWriter(std::string path, const WorkloadNames* names, int64_t max_events)
-    : path_(std::move(path)), names_(names), max_events_(max_events), next_budget_(max_events) {}
+Expected<std::unique_ptr<TimelineWriter>> TimelineWriter::Open(OutputFile* file, int32_t replicas,
+                                                               const WorkloadNames* names, int64_t max_events) {
+  std::unique_ptr<TimelineWriter> w(new TimelineWriter(file, names, max_events));
+  w->Start(replicas);
+  FP_RETURN_IF_ERROR(w->status_);
+  return w;
+}
+
+void TimelineWriter::Start(int32_t replicas) {
+  Write("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  step_index_.assign(static_cast<size_t>(replicas), 0);
+  Emit(R"({"ph":"M","name":"process_name","pid":0,"args":{"name":"router"}})");
+  for (int32_t r = 0; r < replicas; ++r) {
+    Emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"replica {}"}}}})", r + 1, r));
+    Emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":1,"args":{{"name":"steps"}}}})", r + 1));
+  }
+}
+
+TimelineWriter::TimelineWriter(OutputFile* file, const WorkloadNames* names, int64_t max_events)
+    : out_(file), names_(names), max_events_(max_events), next_budget_(max_events) {}
+
+void TimelineWriter::Write(std::string_view text) {
+  if (status_.ok()) status_ = out_->Write(text);
+}
 
 void TimelineWriter::Emit(const std::string& event) {
-  if (!first_) out_ << ",\n";
+  if (!first_) Write(",\n");
   first_ = false;
-  out_ << event;
+  Write(event);
   if (++events_ >= next_budget_) {
     // Budget spent: halve what is kept from now on.
     period_ *= 2;
@@ -210,13 +224,12 @@ void TimelineWriter::AddReplicaStates(const std::vector<StateSpan>& spans) {
 }
 
 Status TimelineWriter::Close() {
-  if (closed_) return Status::Ok();
+  if (closed_) return status_;
   closed_ = true;
-  out_ << "\n],\"metadata\":{\"generator\":\"fleetplan\",\"events\":" << events_
-       << ",\"sampling_period\":" << period_ << "}}\n";
-  out_.close();
-  if (!out_) return InvalidInput(fmt::format("cannot write '{}'", path_));
-  return Status::Ok();
+  Write(fmt::format("\n],\"metadata\":{{\"generator\":\"fleetplan\",\"events\":{},\"sampling_period\":{}}}}}\n", events_,
+                    period_));
+  if (status_.ok() && owned_ != nullptr) status_ = owned_->Commit();
+  return status_;
 }
 
 }  // namespace fleetplan

@@ -9,6 +9,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "fleetplan/core/printable_name.h"
 #include "fleetplan/metrics/records_io.h"
 #include "metrics/line_reader.h"
 #include "metrics/locate.h"
@@ -181,6 +182,7 @@ class LineParser {
     const size_t at = c.pos();
     std::string_view name;
     if (!ReadText(c, &name)) return false;
+    if (Status printable = CheckPrintableName(name); !printable.ok()) return c.Fail(at, printable.message());
     Expected<ClassId> id = sink_.ResolveClass(name);
     if (!id.ok()) return c.Fail(at, id.status().message());
     record_.class_id = *id;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/contained_path.h"
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/evidence/signing.h"
@@ -170,6 +171,10 @@ Status ReadStages(const YamlNode& node, const std::string& dir, Ladder& l) {
       s.evidence_file = std::filesystem::path(file).is_absolute() || dir.empty()
                             ? file
                             : (std::filesystem::path(dir) / file).string();
+      if (!l.root.empty()) {
+        auto inside = ResolveInside(l.root, dir, file);
+        if (!inside.ok()) return item["evidence"].Error(inside.status().message());
+      }
       s.evidence_kind = std::string(s.metrics.empty() ? kWarmup : kCanary);
     } else if (!s.metrics.empty()) {
       return item.Error(fmt::format("stage '{}' compares metrics but names no evidence file", s.name));
@@ -208,8 +213,12 @@ struct StageVerdict {
   Json detail = Json::object();
 };
 
-// Reads a {file, digest} entry of canary evidence and checks the digest.
-Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir, std::string& mismatch) {
+// Reads a {file, digest} entry of canary evidence and checks the digest. What holds the
+// stage rather than failing the run goes to `hold` (the first reason kept): records that
+// changed after they were pinned, or a records file that does not exist (as a missing
+// evidence file holds). A file outside `root` (when set) is a located error.
+Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir, const std::string& root,
+                                    std::string& hold) {
   FP_RETURN_IF_ERROR(node.RequirePresent());
   FP_RETURN_IF_ERROR(node.CheckKeys({"file", "digest"}));
   for (const char* key : {"file", "digest"}) FP_RETURN_IF_ERROR(node[key].RequirePresent());
@@ -217,11 +226,20 @@ Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir
   FP_ASSIGN_OR_RETURN(std::string digest, node["digest"].AsString());
   const std::string path =
       std::filesystem::path(file).is_absolute() || dir.empty() ? file : (std::filesystem::path(dir) / file).string();
+  if (!root.empty()) {
+    auto inside = ResolveInside(root, dir, file);
+    if (!inside.ok()) return node["file"].Error(inside.status().message());
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (hold.empty()) hold = fmt::format("no records: {} does not exist", path);
+    return path;
+  }
   auto bytes = ReadFile(path);
   if (!bytes.ok()) return node["file"].Error(bytes.status().message());
-  if (DigestOf(*bytes) != digest) {
-    mismatch = fmt::format("{} is {}, but the evidence pins {}: the records changed after they were recorded", file,
-                           DigestOf(*bytes), digest);
+  if (DigestOf(*bytes) != digest && hold.empty()) {
+    hold = fmt::format("{} is {}, but the evidence pins {}: the records changed after they were recorded", file,
+                       DigestOf(*bytes), digest);
   }
   return path;
 }
@@ -321,14 +339,27 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
   }
   const std::string dir = std::filesystem::path(s.evidence_file).parent_path().string();
   std::string mismatch;
-  FP_ASSIGN_OR_RETURN(std::string candidate, PinnedRecords(data["candidate"], dir, mismatch));
-  FP_ASSIGN_OR_RETURN(std::string baseline, PinnedRecords(data["baseline"], dir, mismatch));
+  FP_ASSIGN_OR_RETURN(std::string candidate, PinnedRecords(data["candidate"], dir, l.root, mismatch));
+  FP_ASSIGN_OR_RETURN(std::string baseline, PinnedRecords(data["baseline"], dir, l.root, mismatch));
   if (!mismatch.empty()) {
     v.reason = fmt::format("{}: {}", s.name, mismatch);
     return v;
   }
   FP_ASSIGN_OR_RETURN(std::string format, data["format"].StringOr("fleetplan"));
-  FP_ASSIGN_OR_RETURN(Json cmp, CompareRecordsWithPolicies(candidate, baseline, s.metrics, format));
+  auto compared = CompareRecordsWithPolicies(candidate, baseline, s.metrics, format);
+  if (!compared.ok()) {
+    // Bad stage evidence holds the stage and names the file; the file's content (which
+    // may be any file the evidence names) is not repeated.
+    const ErrorOrigin* o = compared.status().origin();
+    const std::string where = o != nullptr && !o->file.empty()
+                                  ? (o->line > 0 ? fmt::format("{}:{}", o->file, o->line) : o->file)
+                                  : fmt::format("{} or {}", candidate, baseline);
+    v.reason = fmt::format("{}: {} is not {} records, so the stage cannot be compared (`fleetplan rollout compare` "
+                           "says why)",
+                           s.name, where, format);
+    return v;
+  }
+  Json cmp = std::move(*compared);
   v.detail["comparison"] = cmp;
   const std::string verdict = cmp["verdict"].get<std::string>();
   v.verdict = verdict == "pass" ? CanaryVerdict::kPass : verdict == "fail" ? CanaryVerdict::kFail : CanaryVerdict::kHold;
@@ -354,10 +385,12 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
 
 }  // namespace
 
-Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir) {
+Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir,
+                                std::string bundle_root) {
   Ladder l;
   l.display_name = display_name;
   l.dir = dir;
+  l.root = std::move(bundle_root);
   l.digest = DigestOf(text);
   FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(text, std::move(display_name)));
   l.document = std::make_shared<const YamlDocument>(std::move(doc));

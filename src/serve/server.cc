@@ -14,6 +14,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "fleetplan/core/printable_name.h"
 #include "fleetplan/core/limits.h"
 #include "fleetplan/core/rng.h"
 #include "fleetplan/fleet/disaggregation.h"
@@ -1139,6 +1140,10 @@ void Port::LoadLora(const std::shared_ptr<Connection>& c, std::string_view body,
     return c->SendError(ApiError{400, "'lora_name' must be a non-empty string", "invalid_request_error", "lora_name"});
   }
   const std::string name = j["lora_name"].get<std::string>();
+  if (Status printable = CheckPrintableName(name); !printable.ok()) {
+    return c->SendError(ApiError{400, fmt::format("'lora_name' {}", printable.message()), "invalid_request_error",
+                                 "lora_name"});
+  }
   if (load) {
     if (!j.contains("lora_path") || !j["lora_path"].is_string()) {
       return c->SendError(ApiError{400, "'lora_path' must be a string", "invalid_request_error", "lora_path"});

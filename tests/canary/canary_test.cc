@@ -125,6 +125,39 @@ TEST_F(SimulatedCanaryTest, OneAndTenPercentSplitsReportTheirShareOfEachRunsReco
   }
 }
 
+// Regression: a 99.9999999% split printed and recorded "100%" (a split --split refuses)
+// and wrote an empty baseline; 1e-9% wrote an empty candidate.
+TEST(FormatShare, RecordsExactlyTheShareThatRan) {
+  EXPECT_EQ(FormatShare(0.01), "1%");
+  EXPECT_EQ(FormatShare(0.1), "10%");
+  EXPECT_EQ(FormatShare(0.999999999), "99.9999999%");
+  // What --split read is what is recorded, and it reads back to the same share.
+  for (const char* text : {"99.9999999%", "1.23456789012%", "1e-9%", "50%", "0.5%"}) {
+    auto share = ParseSplitShare("--split", text);
+    ASSERT_TRUE(share.ok()) << text;
+    auto back = ParseSplitShare("--split", FormatShare(*share));
+    ASSERT_TRUE(back.ok()) << FormatShare(*share);
+    EXPECT_EQ(*back, *share) << text << " -> " << FormatShare(*share);
+  }
+  EXPECT_EQ(FormatShare(*ParseSplitShare("--split", "1e-9%")), "1e-09%");
+}
+
+TEST_F(SimulatedCanaryTest, ASplitThatLeavesASideWithoutRecordsIsRefused) {
+  const Scenario base = Load("base.yaml", testing::LongCanaryScenario("0.2ms"));
+  const Scenario cand = Load("cand.yaml", testing::LongCanaryScenario("0.6ms"));
+  auto all = SimulateCanary(base, cand, Options(0.999999999, "all"));
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.status().code(), StatusCode::kUsage);
+  EXPECT_NE(all.status().message().find("--split: a 99.9999999% split of these "), std::string::npos)
+      << all.status().message();
+  EXPECT_NE(all.status().message().find("leaves the baseline no records"), std::string::npos) << all.status().message();
+  EXPECT_FALSE(std::filesystem::exists("all/canary.yaml"));
+  auto none = SimulateCanary(base, cand, Options(*ParseSplitShare("--split", "1e-9%"), "none"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("leaves the candidate no records"), std::string::npos)
+      << none.status().message();
+}
+
 TEST_F(SimulatedCanaryTest, ScenariosThatAreNotTheSameWindowAreRefused) {
   const Scenario base = Load("base.yaml", testing::CanaryScenario("0.2ms"));
   std::string faster = testing::CanaryScenario("0.2ms");

@@ -372,6 +372,13 @@ TEST(UserFileErrors, EntryNameWithWhitespace) {
                         "contain no whitespace"));
 }
 
+// Regression: a model name with an escape sequence was printed raw.
+TEST(UserFileErrors, EntryNameWithAControlCharacter) {
+  EXPECT_THAT(LoadError("models:\n  \"evil\\e[2J\": {params: 8B}\n"),
+              HasSubstr("invalid entry name: contains the control character U+001B at byte 4: names are printed, "
+                        "so control and bidirectional-formatting characters are refused"));
+}
+
 TEST(UserFileErrors, SectionMustBeAMap) {
   EXPECT_THAT(LoadError("models: [a, b]\n"), HasSubstr("FILE:1:9: models: expected a mapping"));
 }

@@ -59,6 +59,18 @@ TEST_F(EvidenceVerb, KeygenSignVerifyAndATamperedFileFails) {
   EXPECT_EQ(RunFleetplan({"evidence", "sign", "raw.csv", "--key", "signer", "--kind", "trace"}).code, 0);
 }
 
+// Regression: `sign --kind` with a newline and a control character was printed as is and
+// stored in the signature file.
+TEST_F(EvidenceVerb, SignRefusesAKindWithControlCharacters) {
+  std::ofstream("price.yaml") << kPrice;
+  ASSERT_EQ(RunFleetplan({"evidence", "keygen", "--out", "signer"}).code, 0);
+  auto sign = RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer", "--kind", "a\nb\x01", "--out", "x.sig"});
+  EXPECT_EQ(sign.code, 2);
+  EXPECT_EQ(sign.err, "--kind: contains the control character U+000A at byte 1: names are printed, so control and "
+                      "bidirectional-formatting characters are refused\n");
+  EXPECT_FALSE(std::filesystem::exists("x.sig"));
+}
+
 TEST_F(EvidenceVerb, CheckJudgesFreshnessAtTheAsOfTime) {
   std::ofstream("price.yaml") << kPrice;
   auto fresh = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-11-15T00:00:00Z"});

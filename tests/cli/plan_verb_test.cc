@@ -49,6 +49,23 @@ TEST_F(PlanVerb, PrintBundleWritesTheExampleFilesThatPlanTheSame) {
   EXPECT_TRUE(std::filesystem::exists("o/plan.json"));
 }
 
+// Regression: --print-bundle into an edited bundle overwrote the edits.
+TEST_F(PlanVerb, PrintBundleNeverOverwritesAnEditedBundle) {
+  ASSERT_EQ(RunFleetplan({"plan", "--print-bundle", "v"}).code, 0);
+  { std::ofstream("v/plan.yaml", std::ios::app) << "# edited\n"; }
+  const std::string edited = testing::FileText("v/plan.yaml");
+  const auto r = RunFleetplan({"plan", "--print-bundle", "v"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "--print-bundle: 'v' already exists and is not an empty folder; the bundle is written only to a "
+                   "new or empty folder, so edited files are never overwritten (pick another folder, or remove this "
+                   "one)\n");
+  EXPECT_EQ(testing::FileText("v/plan.yaml"), edited);
+  // An empty folder is a new bundle's place.
+  std::filesystem::create_directories("empty");
+  EXPECT_EQ(RunFleetplan({"plan", "--print-bundle", "empty"}).code, 0);
+  EXPECT_TRUE(std::filesystem::exists("empty/plan.yaml"));
+}
+
 TEST_F(PlanVerb, AsOfIsRequiredAndMustBeATime) {
   auto r = RunFleetplan({"plan", "--out", "o"});
   EXPECT_EQ(r.code, 2);

@@ -247,6 +247,83 @@ TEST_F(PlanTest, EvidenceWithoutItsDataIsALocatedError) {
   EXPECT_NE(r.status().message().find("missing required field 'peak'"), std::string::npos) << r.status().message();
 }
 
+// Regression: a bundle bound evidence outside its folder (`../`, an absolute path, a
+// symbolic link) with no note, and an absolute path landed in plan.json.
+TEST_F(PlanTest, EvidenceOutsideTheBundleFolderIsALocatedError) {
+  std::filesystem::create_directories("outside");
+  std::filesystem::copy_file("b/benchmark.yaml", "outside/benchmark.yaml");
+  const std::string absolute = std::filesystem::absolute("outside/benchmark.yaml").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"../outside/benchmark.yaml", "it leaves the folder"}, {absolute, "an absolute path"}};
+  const std::string plan = testing::FileText("b/plan.yaml");
+  for (const auto& [name, why] : cases) {
+    Spit("b/plan.yaml", plan);
+    Edit("b/plan.yaml", "  - benchmark.yaml ", "  - " + name + " ");
+    auto bundle = LoadPlanBundle("b/plan.yaml");
+    ASSERT_FALSE(bundle.ok()) << name;
+    EXPECT_EQ(bundle.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(bundle.status().message().find("b/plan.yaml:15:"), std::string::npos) << bundle.status().message();
+    EXPECT_NE(bundle.status().message().find("'" + name + "' is outside the bundle's folder (" + why +
+                                             "): a bundle names its files from its own folder; copy the file "
+                                             "into the bundle"),
+              std::string::npos)
+        << bundle.status().message();
+  }
+}
+
+TEST_F(PlanTest, EvidenceSymlinkedOutOfTheBundleIsALocatedError) {
+  std::filesystem::create_directories("outside");
+  std::filesystem::rename("b/benchmark.yaml", "outside/benchmark.yaml");
+  std::filesystem::create_symlink("../outside/benchmark.yaml", "b/benchmark.yaml");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_NE(bundle.status().message().find("'benchmark.yaml' is outside the bundle's folder (a symbolic link leads "
+                                           "out)"),
+            std::string::npos)
+      << bundle.status().message();
+  // A link that stays inside the folder is the bundle's own file.
+  std::filesystem::remove("b/benchmark.yaml");
+  std::filesystem::rename("outside/benchmark.yaml", "b/bench-data.yaml");
+  std::filesystem::create_symlink("bench-data.yaml", "b/benchmark.yaml");
+  auto inside = LoadPlanBundle("b/plan.yaml");
+  EXPECT_TRUE(inside.ok()) << inside.status().message();
+}
+
+TEST_F(PlanTest, SpeculationRoundsOutsideTheBundleAreALocatedError) {
+  std::filesystem::create_directories("outside");
+  std::filesystem::copy_file("b/speculation/rounds.jsonl", "outside/rounds.jsonl");
+  Edit("b/speculation.yaml", "file: speculation/rounds.jsonl", "file: ../outside/rounds.jsonl");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  PlanOptions o;
+  o.as_of = *ParseUtcTime(kAsOf);
+  o.sensitivity = false;
+  auto r = RunPlan(*bundle, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("speculation.yaml:"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("'../outside/rounds.jsonl' is outside the bundle's folder (it leaves the "
+                                      "folder)"),
+            std::string::npos)
+      << r.status().message();
+}
+
+// Regression: an unknown gate in deployment.candidates was ignored, and the plan held
+// for want of a quantization candidate.
+TEST_F(PlanTest, AnUnknownCandidateGateIsALocatedErrorNamingTheKnownGates) {
+  Edit("b/plan.yaml", "candidates: {quantization: fp8-w8a8}", "candidates: {warp-drive: fp8-w8a8}");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_EQ(bundle.status().code(), StatusCode::kInvalidInput);
+  const std::string& m = bundle.status().message();
+  EXPECT_NE(m.find("b/plan.yaml:"), std::string::npos) << m;
+  EXPECT_NE(m.find("deployment.candidates.warp-drive: unknown gate 'warp-drive' (valid: quantization): candidates "
+                   "name the candidate a gate judges"),
+            std::string::npos)
+      << m;
+  Edit("b/plan.yaml", "candidates: {warp-drive: fp8-w8a8}", "candidates: {quantisation: fp8-w8a8}");
+  EXPECT_NE(LoadPlanBundle("b/plan.yaml").status().message().find("did you mean 'quantization'?"), std::string::npos);
+}
+
 TEST_F(PlanTest, MissingRequiredEvidenceHolds) {
   Edit("b/plan.yaml", "  - quality.yaml ", "  # - quality.yaml ");
   const Json plan = Plan();

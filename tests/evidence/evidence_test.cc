@@ -67,6 +67,15 @@ TEST(EvidenceHeader, ReadsKindTimesAndTheContentDigestAsRevision) {
 
 std::string FirstLine(const Status& s) { return s.message().substr(0, s.message().find('\n')); }
 
+// Regression: a kind with BEL and a newline was printed as is and stored in the signature.
+TEST(EvidenceHeader, AKindWithAControlCharacterIsALocatedError) {
+  std::string text(kBench);
+  text.replace(text.find("kind: benchmark"), 15, "kind: \"bench\\amark\"");
+  EXPECT_EQ(FirstLine(ReadEvidenceHeader(text, "bench.yaml").status()),
+            "bench.yaml:2:9: evidence.kind: contains the control character U+0007 at byte 5: names are printed, so "
+            "control and bidirectional-formatting characters are refused");
+}
+
 TEST(EvidenceHeader, APinnedRevisionMustBeTheContentAndTimesAreLocated) {
   std::string pinned(kBench);
   pinned.insert(pinned.find("  observed_at"), "  revision: bench-2026-11@sha256:" + std::string(64, '0') + "\n");

@@ -15,6 +15,7 @@
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/fleet/simulation.h"
+#include "support/small_scenarios.h"
 
 namespace fleetplan {
 namespace {
@@ -447,6 +448,19 @@ TEST_P(FleetInvariants, HoldAfterEveryEventOnRandomScenarios) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, FleetInvariants, ::testing::Range(0, 4));
+
+// Regression: a scenario name with ESC, BEL and CR printed a forged summary line.
+TEST(ScenarioName, AControlCharacterIsALocatedError) {
+  std::string text(testing::kSmallInteractive);
+  text.replace(text.find("name: small"), 11, "name: \"atlas\\e[31m\\a\\rFAKE LINE\"");
+  auto s = LoadScenarioText(text, "s.yaml", "");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidInput);
+  const std::string& m = s.status().message();
+  EXPECT_EQ(m.substr(0, m.find('\n')),
+            "s.yaml:2:7: name: contains the control character U+001B at byte 5: names are printed, so control and "
+            "bidirectional-formatting characters are refused");
+}
 
 }  // namespace
 }  // namespace fleetplan

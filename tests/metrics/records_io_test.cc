@@ -116,6 +116,16 @@ TEST(FleetplanRecords, EmptyClassName) {
             "      |                 ^\n");
 }
 
+// Regression: a class with a right-to-left override reordered the `no data for ...` line.
+TEST(FleetplanRecords, ClassWithAControlCharacterIsALocatedError) {
+  EXPECT_EQ(FleetplanError(R"({"id":0,"class":"chat\u202eevil","arrival_s":1})"
+                           "\n"),
+            "records.jsonl:1:17: class: contains the control character U+202E at byte 4: names are printed, so "
+            "control and bidirectional-formatting characters are refused\n"
+            "    1 | {\"id\":0,\"class\":\"chat\\u202eevil\",\"arrival_s\":1}\n"
+            "      |                 ^\n");
+}
+
 TEST(FleetplanRecords, UnknownClassNamesTheKnownOnes) {
   CaptureSink sink;
   sink.classes = {"interactive", "document"};

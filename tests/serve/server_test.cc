@@ -393,6 +393,16 @@ TEST(ServeSlowClient, AFullBufferPausesTheStreamThenCancelsItWithoutStallingOthe
   EXPECT_EQ(MetricValue(m, "fleetplan:kv_blocks_referenced{"), 0);
 }
 
+// Regression: a LoRA name with NUL and an escape sequence became a model id, printed raw.
+TEST(ServeLora, ANameWithControlCharactersIsRefused) {
+  RunningServer s(SmallScenario(), Fast());
+  const std::string name("a\0\x1b[2J", 6);
+  ExpectError(Post(s.port(), "/v1/load_lora_adapter", {{"lora_name", name}, {"lora_path", "/adapters/x"}}), 400,
+              "lora_name");
+  const Json models = Get(s.port(), "/v1/models").json();
+  for (const Json& m : models["data"]) EXPECT_NE(m["id"].get<std::string>(), name);
+}
+
 TEST(ServeLora, LoadListRouteUnload) {
   RunningServer s(SmallScenario(), Fast());
   EXPECT_EQ(Post(s.port(), "/v1/load_lora_adapter", {{"lora_name", "sql"}, {"lora_path", "/adapters/sql"}}).status, 200);

@@ -54,8 +54,12 @@ class OutputFile {
   TextSink Sink() {
     return [this](std::string_view text) { return Write(text); };
   }
-  // Flushes, syncs a replaced file and renames it over the path.
+  // Flushes, syncs a replaced file and renames it over the path (Finish, then Publish).
   Status Commit();
+  // The two halves of Commit, for a set of files published together (OutputFolder):
+  // Finish flushes, syncs and closes the temp file; Publish renames it over the path.
+  Status Finish();
+  Status Publish();
 
  private:
   OutputFile(std::string path, OutputTarget target, int fd, std::string temp);
@@ -67,6 +71,7 @@ class OutputFile {
   int fd_ = -1;       // -1 for stdout
   std::string temp_;  // the temp file of a replaced path, until renamed
   std::string buffer_;
+  bool finished_ = false;
   bool spent_ = false;
 };
 

@@ -31,6 +31,14 @@
 
 namespace fleetplan {
 
+// A further file of the run's folder, rendered from report.json (simulate's report.html).
+// It is written with the run's other files, as one set (core/output_folder.h). With no
+// `render` the run does not write it, and a copy an earlier run left is removed.
+struct RunPage {
+  std::string name;  // a file name in the output folder
+  std::function<Expected<std::string>(const Json& report)> render;
+};
+
 struct RunOptions {
   std::optional<std::string> out_dir;   // overrides output.dir
   std::optional<uint64_t> seed;         // overrides the scenario's seed
@@ -52,6 +60,7 @@ struct RunOptions {
   // lists them, whether or not files are written (the Python module keeps them this way).
   // Classes and tenants are handles into RunResult::names.
   std::function<void(const RequestRecord&)> on_record;
+  std::vector<RunPage> pages;  // written with the run's files (when write_files)
 };
 
 // One replica at the end of a run.

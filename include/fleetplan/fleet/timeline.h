@@ -29,10 +29,11 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "fleetplan/core/output_file.h"
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/engine.h"
 #include "fleetplan/fleet/simulation.h"
@@ -45,8 +46,13 @@ class TimelineWriter {
  public:
   static constexpr int64_t kDefaultMaxEvents = 2'000'000;
 
-  // Creates (truncates) `path`.
+  // Writes `path` (core/output_file.h: replaced atomically at Close).
   static Expected<std::unique_ptr<TimelineWriter>> Open(const std::string& path, int32_t replicas,
+                                                        const WorkloadNames* names,
+                                                        int64_t max_events = kDefaultMaxEvents);
+  // Writes into `file`, which the caller owns and commits (an OutputFolder's file).
+  // REQUIRES: `file` outlives the writer.
+  static Expected<std::unique_ptr<TimelineWriter>> Open(OutputFile* file, int32_t replicas,
                                                         const WorkloadNames* names,
                                                         int64_t max_events = kDefaultMaxEvents);
   void OnStep(const StepRecord& step);
@@ -65,22 +71,26 @@ class TimelineWriter {
     SimTime end;
   };
   void AddReplicaStates(const std::vector<StateSpan>& spans);
-  // Writes the metadata and closes the file. Idempotent.
+  // Writes the metadata (and commits a file Open(path) opened); the first write error
+  // if any. Idempotent.
   Status Close();
 
   int64_t events_written() const { return events_; }
   int64_t sampling_period() const { return period_; }
 
  private:
-  TimelineWriter(std::string path, const WorkloadNames* names, int64_t max_events);
+  TimelineWriter(OutputFile* file, const WorkloadNames* names, int64_t max_events);
+  void Start(int32_t replicas);
+  void Write(std::string_view text);
   void Emit(const std::string& event);
   bool KeepStep(int32_t replica);
   // Names the process (and steps thread) of every replica up to `replica`.
   void EnsureReplica(int32_t replica);
   bool KeepRequest(RequestId id) const;
 
-  std::string path_;
-  std::ofstream out_;
+  std::unique_ptr<OutputFile> owned_;  // Open(path)'s file
+  OutputFile* out_;
+  Status status_;  // the first write error
   const WorkloadNames* names_;
   int64_t max_events_;
   int64_t events_ = 0;

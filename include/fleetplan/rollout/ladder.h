@@ -56,6 +56,9 @@ struct LadderStage {
 struct Ladder {
   std::string display_name;
   std::string dir;
+  // The folder every file the ladder names (stage evidence, the records it pins) must lie
+  // in, after symbolic links (core/contained_path.h): a plan bundle's folder. Empty: any.
+  std::string root;
   std::string digest;
   std::shared_ptr<const YamlDocument> document;
   std::string candidate_revision;
@@ -76,7 +79,9 @@ struct Ladder {
 };
 
 Expected<Ladder> LoadLadder(const std::string& path);
-Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir);
+// `bundle_root`: Ladder::root (a bundle passes its folder; a ladder read alone has none).
+Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name, std::string dir,
+                                std::string bundle_root = "");
 
 // The ladder is policy: with `policy_key_pem` (what deployment trusts, never read from the
 // ladder), LADDER.sig must be a valid `policy` signature by that key, and that key may not
