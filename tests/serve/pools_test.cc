@@ -172,10 +172,14 @@ TEST(ServePools, CancellingARequestBetweenThePoolsReturnsEveryReplicaToBaseline)
   }
 }
 
+// The pools scenario, bound.
+Expected<FleetPlan> PoolsPlan() {
+  FP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenarioText(PoolsScenario(), "pools.yaml", "."));
+  return Bind(scenario);
+}
+
 TEST(ServePools, ReplicasFlagIsRefusedWithPools) {
-  auto scenario = LoadScenarioText(PoolsScenario(), "pools.yaml", ".");
-  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
-  auto plan = Bind(*scenario);
+  auto plan = PoolsPlan();
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ServeOptions o;
   o.port = 0;
@@ -191,9 +195,7 @@ TEST(ServePools, ReplicasFlagIsRefusedWithPools) {
 TEST(ServeHost, UrlsBracketIpv6AndLocalhostIsTheLoopback) {
   EXPECT_EQ(ReplicaUrl("::1", 8000), "http://[::1]:8000");
   EXPECT_EQ(ReplicaUrl("127.0.0.1", 8001), "http://127.0.0.1:8001");
-  auto scenario = LoadScenarioText(PoolsScenario(), "pools.yaml", ".");
-  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
-  auto plan = Bind(*scenario);
+  auto plan = PoolsPlan();
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ServeOptions o;
   o.port = 0;
