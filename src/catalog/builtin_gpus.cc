@@ -39,6 +39,7 @@ struct GpuFigures {
   const std::vector<DType>* dtypes;
   const char* default_intra_link;
   bool peer_to_peer = true;
+  const char* kernel_tables = "";
 };
 
 GpuSpec Make(const GpuFigures& f) {
@@ -55,6 +56,7 @@ GpuSpec Make(const GpuFigures& f) {
   g.dtypes = *f.dtypes;
   g.default_intra_link = f.default_intra_link;
   g.peer_to_peer = f.peer_to_peer;
+  g.kernel_tables = f.kernel_tables;
   return g;
 }
 
@@ -77,7 +79,7 @@ std::vector<GpuSpec> BuiltinGpus() {
        "TFLOPS and INT8 3,958 TOPS with sparsity, halved); memory: nvidia-smi memory.total "
        "81559 MiB",
        NvidiaSmiMiB(81559), 3350 * kGiga, 989.5 * kTera, 1979 * kTera, 1979 * kTera, 0, &kFp8DTypes,
-       "nvlink4"},
+       "nvlink4", /*peer_to_peer=*/true, "builtin:aiconfigurator/h100_sxm"},
       {"h100-pcie-80g", "NVIDIA H100 PCIe 80GB (HBM2e)",
        "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column (2 TB/s; BF16 1,513, FP8 3,026 "
        "TFLOPS and INT8 3,026 TOPS with sparsity, halved); memory: nvidia-smi memory.total "
@@ -89,7 +91,7 @@ std::vector<GpuSpec> BuiltinGpus() {
        "TFLOPS and INT8 3,958 TOPS with sparsity, halved); memory: nvidia-smi memory.total "
        "143771 MiB",
        NvidiaSmiMiB(143771), 4800 * kGiga, 989.5 * kTera, 1979 * kTera, 1979 * kTera, 0,
-       &kFp8DTypes, "nvlink4"},
+       &kFp8DTypes, "nvlink4", /*peer_to_peer=*/true, "builtin:aiconfigurator/h200_sxm"},
       {"b200-192g", "NVIDIA B200 SXM (192 GB HBM3e on package, 180 GB exposed)",
        "NVIDIA HGX B200 datasheet, per GPU = 1/8 of the 8-GPU figures (8 TB/s; FP16/BF16 36, FP8 "
        "72, INT8 72, FP4 144 PFLOPS with sparsity per 8 GPUs, halved); memory: nvidia-smi "

@@ -107,7 +107,8 @@ Json GpuSpecJson(const GpuSpec& g) {
               {"fp4_flops", g.fp4_flops},
               {"dtypes", dtypes},
               {"default_intra_link", g.default_intra_link},
-              {"peer_to_peer", g.peer_to_peer}};
+              {"peer_to_peer", g.peer_to_peer},
+              {"kernel_tables", g.kernel_tables.empty() ? Json(nullptr) : Json(g.kernel_tables)}};
 }
 
 Json LinkSpecJson(const LinkSpec& l) {

@@ -30,8 +30,7 @@ Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s,
     FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(*s.step_model, ctx));
     return std::shared_ptr<const StepCostModel>(std::move(model));
   }
-  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString("{kind: roofline}", "<default step model>"));
-  FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(doc.root(), ctx));
+  FP_ASSIGN_OR_RETURN(auto model, MakeDefaultStepCostModel(ctx));
   return std::shared_ptr<const StepCostModel>(std::move(model));
 }
 

@@ -15,6 +15,9 @@
 #include "fleetplan/core/rng.h"
 #include "fleetplan/core/scenario_schema.h"
 #include "fleetplan/memory/fit_request.h"
+#include "fleetplan/perf/aiconfigurator.h"
+#include "fleetplan/perf/engine_version.h"
+#include "fleetplan/perf/factory.h"
 #include "fleetplan/perf/roofline.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleet/section_readers.h"
@@ -101,17 +104,41 @@ Status ReadPrefixCache(const YamlNode& cache, Scenario& s) {
   return Status::Ok();
 }
 
+// The step model a scenario without `engine.step_model` gets on its (first) pool's GPU,
+// model and layout.
+DefaultStepModelChoice DefaultStepModelOf(const Scenario& s) {
+  StepModelContext ctx;
+  ctx.memory = s.fit.memory;
+  return DefaultStepModel(ctx);
+}
+
 // Defaults inside engine.step_model and engine.cuda_graphs, which perf/ reads when the run
 // is built: listed here so every filled-in value reaches `notes`.
 void NotePerfDefaults(const YamlNode& step_model, const YamlNode& cuda_graphs, Scenario& s) {
   const bool given = step_model.present() && !step_model.IsNull();
-  const Expected<std::string> kind = given ? step_model["kind"].StringOr("") : Expected<std::string>("roofline");
+  const Expected<std::string> kind =
+      given ? step_model["kind"].StringOr("")
+            : Expected<std::string>(DefaultStepModelOf(s).yaml == "{kind: roofline}"
+                                        ? "roofline"
+                                        : "aiconfigurator");
   if (kind.ok() && *kind == "roofline") {
     const RooflineParams d;
     const std::pair<const char*, double> efficiencies[] = {{"compute_efficiency", d.compute_efficiency},
                                                             {"attention_efficiency", d.attention_efficiency},
                                                             {"memory_efficiency", d.memory_efficiency}};
     for (const auto& [key, value] : efficiencies) {
+      if (!given || !step_model[key].present()) {
+        s.derived.push_back(fmt::format("engine.step_model.{}: {} (not given)", key, value));
+      }
+    }
+  } else if (kind.ok() && *kind == "aiconfigurator") {
+    const std::pair<const char*, std::string> defaults[] = {
+        {"dir", fmt::format("the tables that ship for {}", s.fit.memory.gpu.name)},
+        {"version", kDefaultAicVersion},
+        {"moe_distribution", kDefaultAicMoeDistribution},
+        {"collectives", "the measured tables under dir/comm"},
+        {"other_kernels", "true"}};
+    for (const auto& [key, value] : defaults) {
       if (!given || !step_model[key].present()) {
         s.derived.push_back(fmt::format("engine.step_model.{}: {} (not given)", key, value));
       }
@@ -128,11 +155,41 @@ void NotePerfDefaults(const YamlNode& step_model, const YamlNode& cuda_graphs, S
   }
 }
 
+// engine.version (perf/engine_version.h): the vLLM version modelled; absent, the default.
+Expected<EngineVersion> ReadEngineVersion(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) {
+    s.derived.push_back(fmt::format("engine.version: {} (not given)", kDefaultEngineVersion));
+    return ParseEngineVersion(kDefaultEngineVersion);
+  }
+  FP_ASSIGN_OR_RETURN(const std::string text, node.AsString());
+  auto version = ParseEngineVersion(text);
+  if (!version.ok()) return node.Error(version.status().message());
+  return version;
+}
+
 // engine.host_overhead (perf/host_overhead.h): a duration is the per-step term; a mapping
 // states any of per_step, per_sequence and per_prefill_token (each absent one is 0).
-Status ReadHostOverhead(const YamlNode& node, Scenario& s) {
+// Step model kinds measured end to end on a running engine: their times already hold the
+// engine's CPU time per step, so no host overhead is added by default.
+bool MeasuresWholeSteps(const YamlNode& step_model) {
+  if (!step_model.present() || step_model.IsNull() || !step_model.IsMap()) return false;
+  const Expected<std::string> kind = step_model["kind"].StringOr("");
+  return kind.ok() && (*kind == "affine" || *kind == "table");
+}
+
+Status ReadHostOverhead(const YamlNode& node, const YamlNode& step_model, const EngineVersion& version, Scenario& s) {
+  if (!node.present() && MeasuresWholeSteps(step_model)) {
+    s.derived.push_back("engine.host_overhead: 0 (a measured step model holds the engine's CPU time; not given)");
+    return Status::Ok();
+  }
   if (!node.present()) {
-    s.derived.push_back("engine.host_overhead: 0 (not given)");
+    const int64_t tp = std::max<int64_t>(1, s.fit.memory.layout.tp);
+    const HostOverhead h = DefaultHostOverhead(version, tp);
+    s.engine.host_overhead = h.per_step;
+    s.derived.push_back(fmt::format(
+        "engine.host_overhead: {:.3f} ms per step, the default of vLLM {} ({} engine{}; not given)",
+        h.per_step.millis(), version.text, VllmGenerationName(version.generation()),
+        version.generation() == VllmGeneration::kV0 ? fmt::format(", tp {}", tp) : std::string()));
     return Status::Ok();
   }
   if (node.IsNull()) return Status::Ok();
@@ -169,9 +226,11 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   if (step_model.present() && !step_model.IsNull()) {
     s.step_model = step_model;
   } else {
-    s.derived.push_back("engine.step_model: roofline (not given)");
+    s.derived.push_back(fmt::format("engine.step_model: {} (not given)",
+                                    DefaultStepModelOf(s).reason));
   }
-  FP_RETURN_IF_ERROR(ReadHostOverhead(node["host_overhead"], s));
+  FP_ASSIGN_OR_RETURN(const EngineVersion version, ReadEngineVersion(node["version"], s));
+  FP_RETURN_IF_ERROR(ReadHostOverhead(node["host_overhead"], step_model, version, s));
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
   NotePerfDefaults(step_model, node["cuda_graphs"], s);
   FP_RETURN_IF_ERROR(section::ReadSpeculation(node["speculation"], s));

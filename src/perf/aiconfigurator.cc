@@ -28,6 +28,9 @@ constexpr double kMaxLatencyMs = 3.6e6;
 constexpr double kMaxShape = 1099511627776.0;
 // Activations (and so the TP all-reduces) are bf16 whatever the weight format (vLLM).
 constexpr int64_t kActivationBytes = 2;
+// The GEMM rows whose shortest latency is the floor of the kernels the tables do not time
+// (those run on bf16 activations whatever the weight format).
+constexpr std::string_view kShortestKernelDtype = "bfloat16";
 // Nearest shapes an error lists.
 constexpr size_t kNearestShown = 3;
 
@@ -40,7 +43,7 @@ class Table {
     Table t;
     for (const char* ext : {".csv", ".csv.gz"}) {
       const std::string p = base.string() + ext;
-      if (std::filesystem::is_regular_file(p)) {
+      if (perf_internal::IsTableFile(p)) {
         t.path_ = p;
         break;
       }
@@ -305,6 +308,14 @@ Status LoadGemms(const AicSource& src, const AicModelShape& shape, AicKernels* o
   std::set<std::string> dtypes;
   FP_RETURN_IF_ERROR(
       t.ForEachRow([&](const std::vector<std::string_view>& f, int line_no, std::string_view line) -> Status {
+        const bool bf16 = f[dtype] == kShortestKernelDtype;
+        if (bf16) {
+          // The shortest bf16 GEMM: a launch-bound kernel's time on this GPU (AicOtherKernels).
+          FP_ASSIGN_OR_RETURN(const double ms, t.Number(f, latency, line_no, line, kMaxLatencyMs));
+          if (ms > 0 && (out->shortest_gemm_ns == 0 || ms * kNsPerMs < out->shortest_gemm_ns)) {
+            out->shortest_gemm_ns = ms * kNsPerMs;
+          }
+        }
         if (f[dtype] != shape.gemm_dtype) {
           if (dtypes.size() < 16) dtypes.emplace(f[dtype]);
           return Status::Ok();
@@ -494,6 +505,7 @@ Expected<AicModelShape> AicShapeOf(const ModelSpec& model, const Parallelism& la
     }
     const int64_t f = model.intermediate / tp;
     s.dense_gemms = {{"gate_up_proj", up * f, h}, {"down_proj", h, f}};
+    s.ffn_per_rank = f;
   }
   if (s.moe_layers > 0) {
     const MoeSpec& moe = *model.moe;
@@ -515,6 +527,8 @@ Expected<AicModelShape> AicShapeOf(const ModelSpec& model, const Parallelism& la
     }
   }
   s.lm_head = {"lm_head", (model.vocab + tp - 1) / tp, h};
+  s.vocab = model.vocab;
+  s.kv_bytes = kv_dtype == DType::kFp8 ? 1 : 2;
   if (const int64_t global = GlobalLayers(model); global > 0) s.attention.push_back({global, 0});
   if (const int64_t windowed = WindowedLayers(model); windowed > 0) {
     s.attention.push_back({windowed, model.sliding_window});
@@ -564,7 +578,7 @@ double AicAttentionTables::PrefillChunk(int64_t context_tokens, int64_t new_toke
 }
 
 Expected<AicKernels> AicKernels::Load(const AicSource& source, const AicModelShape& shape) {
-  if (!std::filesystem::is_directory(source.dir)) {
+  if (!perf_internal::IsTableFolder(source.dir)) {
     return InvalidInput(
         fmt::format("{}: not a directory (expected an aiconfigurator GPU folder such as "
                     "profiles/aiconfigurator/h100_sxm)",
@@ -632,17 +646,34 @@ AicBreakdown AicStepModel::Explain(std::span<const StepChunk> chunks, StepPaddin
                (kernels_.moe.Value(static_cast<double>(tokens), &outside) + sum(kernels_.moe_gemms, tokens));
   }
   b.lm_head_ns = kernels_.lm_head.Value(sequences, &outside);
+  b.other_kernels_ns = OtherKernelsNs(tokens, sequences);
   const ParallelLinks& links = comm_.links();
   if (links.tp > 1 || links.pp > 1) {
     const Bytes activations(tokens * shape_.hidden * kActivationBytes);
     b.collectives = comm_.TpAllReduce(activations, &outside) * (kTpAllReducesPerLayer * shape_.layers) +
                     comm_.PpSendRecv(activations, &outside) * (kPpTensorsPerBoundary * (links.pp - 1));
   }
-  const double ns =
-      b.layer_gemms_ns + b.ffn_ns + b.moe_ns + b.context_attention_ns + b.generation_attention_ns + b.lm_head_ns;
+  const double ns = b.layer_gemms_ns + b.ffn_ns + b.moe_ns + b.context_attention_ns + b.generation_attention_ns +
+                    b.lm_head_ns + b.other_kernels_ns;
   b.total = Duration::Nanos(std::llround(ns)) + b.collectives;
   b.extrapolated = outside;
   return b;
+}
+
+double AicStepModel::OtherKernelsNs(int64_t tokens, int64_t sequences) const {
+  if (!other_.enabled) return 0;
+  const auto kernel = [&](double bytes) { return std::max(other_.floor_ns, bytes / other_.bytes_per_ns); };
+  const double t = static_cast<double>(tokens);
+  const double hidden = static_cast<double>(shape_.hidden) * kActivationBytes;
+  const double qk = static_cast<double>((shape_.heads + shape_.kv_heads) * shape_.head_dim) * kActivationBytes;
+  const double kv = static_cast<double>(2 * shape_.kv_heads * shape_.head_dim * shape_.kv_bytes);
+  const double every_layer = 2 * kernel(4 * t * hidden) + kernel(2 * t * qk) + kernel(2 * t * kv);
+  const double activation = kernel(3 * t * static_cast<double>(shape_.ffn_per_rank) * kActivationBytes);
+  const double logits = static_cast<double>(sequences) * static_cast<double>(shape_.vocab) * 4;
+  const double per_step =
+      kernel(2 * t * hidden) + kernel(3 * t * hidden) + kSamplerKernels * other_.floor_ns + 2 * logits / other_.bytes_per_ns;
+  return static_cast<double>(shape_.layers) * every_layer + static_cast<double>(shape_.dense_layers) * activation +
+         per_step;
 }
 
 StepCost AicStepModel::Cost(std::span<const StepChunk> chunks) const {
@@ -720,6 +751,15 @@ Json AicStepModel::Describe() const {
   }
   const ParallelLinks& links = comm_.links();
   if (links.tp > 1 || links.pp > 1) j["parallel_comm"] = comm_.Describe();
+  if (other_.enabled) {
+    j["other_kernels"] = Json{{"floor_us", other_.floor_ns / 1e3},
+                              {"floor_source", "the shortest bf16 GEMM the tables measure"},
+                              {"bandwidth_bytes_per_s", other_.bytes_per_ns * 1e9},
+                              {"per_layer", "2 residual-add + RMSNorm, rotary, KV-cache write, SiLU-and-multiply"},
+                              {"per_step", "embedding, final norm, sampler"}};
+  } else {
+    j["other_kernels"] = "none";
+  }
   j["interpolation"] =
       "linear per axis; n and k bilinear at load; beyond the last point the edge slope "
       "(context attention: grown with the query-key pairs), flagged";

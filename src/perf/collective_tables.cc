@@ -298,16 +298,12 @@ Expected<CollectiveTables> CollectiveTables::Load(const std::vector<std::string>
   // whether it was named directly.
   std::vector<std::pair<std::string, bool>> files;
   for (const std::string& p : paths) {
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      std::vector<std::string> below;
-      for (const auto& e : fs::recursive_directory_iterator(p, ec)) {
-        if (e.is_regular_file() && IsCsvName(e.path())) below.push_back(e.path().string());
+    if (perf_internal::IsTableFolder(p)) {
+      FP_ASSIGN_OR_RETURN(std::vector<std::string> below, perf_internal::TableFilesBelow(p));
+      for (std::string& f : below) {
+        if (IsCsvName(fs::path(f))) files.emplace_back(std::move(f), false);
       }
-      if (ec) return InvalidInput(fmt::format("{}: cannot list: {}", p, ec.message()));
-      std::sort(below.begin(), below.end());
-      for (std::string& f : below) files.emplace_back(std::move(f), false);
-    } else if (fs::is_regular_file(p, ec)) {
+    } else if (perf_internal::IsTableFile(p)) {
       files.emplace_back(p, true);
     } else {
       return InvalidInput(fmt::format("{}: no such collective table file or folder", p));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "fleetplan/core/error.h"
@@ -13,6 +15,7 @@
 #include "fleetplan/perf/kernel_table.h"
 #include "fleetplan/perf/roofline.h"
 #include "fleetplan/perf/table.h"
+#include "perf/gzip_file.h"
 
 namespace fleetplan {
 
@@ -77,7 +80,7 @@ Expected<std::shared_ptr<const CollectiveTables>> ReadCollectiveSource(const Yam
                                                                        const std::string& default_tables = "") {
   if (!node.present() || node.IsNull()) {
     if (default_tables.empty()) return std::shared_ptr<const CollectiveTables>();
-    if (std::error_code ec; !std::filesystem::is_directory(default_tables, ec)) {
+    if (!perf_internal::IsTableFolder(default_tables)) {
       return node.Error(
           fmt::format("no collective tables at '{}' (read when `collectives` is absent); set "
                       "collectives: {} or {{tables: [PATH, ...]}}",
@@ -168,27 +171,84 @@ Built BuildKernelTable(const YamlNode& node, const StepModelContext& ctx) {
   return std::unique_ptr<StepCostModel>(std::make_unique<KernelTableStepModel>(std::move(tables).value(), shape));
 }
 
+// The key of one load of the tables: the source and every shape field a load reads.
+std::string AicLoadKey(const AicSource& src, const AicModelShape& s) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", src.dir, src.version,
+                                src.moe_distribution, s.model, s.layers, s.dense_layers, s.moe_layers, s.hidden,
+                                s.heads, s.kv_heads, s.head_dim, s.experts, s.experts_per_token, s.expert_intermediate,
+                                s.moe_tp, s.moe_ep, s.gemm_dtype, s.kv_dtype);
+  for (const auto* gemms : {&s.layer_gemms, &s.dense_gemms, &s.moe_gemms}) {
+    for (const AicGemmShape& g : *gemms) key += fmt::format("|{}:{}x{}", g.name, g.n, g.k);
+  }
+  key += fmt::format("|{}:{}x{}", s.lm_head.name, s.lm_head.n, s.lm_head.k);
+  for (const AicAttentionGroup& g : s.attention) key += fmt::format("|attn:{}@{}", g.layers, g.window);
+  return key;
+}
+
+// AicKernels::Load, remembered for the tables that ship inside the binary (immutable, so a
+// load is a pure function of its key): a sweep or a plan builds the same model's step
+// model many times, and each load parses megabytes. Tables on disk are read every time
+// (they may change between runs of a long-lived process). Thread-safe.
+Expected<AicKernels> LoadAicKernels(const AicSource& src, const AicModelShape& shape) {
+  if (!perf_internal::IsBuiltinPath(src.dir)) return AicKernels::Load(src, shape);
+  static std::mutex mu;
+  static std::map<std::string, AicKernels> loaded;
+  const std::string key = AicLoadKey(src, shape);
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = loaded.find(key); it != loaded.end()) return it->second;
+  }
+  auto kernels = AicKernels::Load(src, shape);
+  if (!kernels.ok()) return kernels;
+  const std::lock_guard<std::mutex> lock(mu);
+  return loaded.emplace(key, *kernels).first->second;
+}
+
 // {kind: aiconfigurator, dir: GPU folder[, version, moe_distribution, collectives]}: the
 // measured kernels of perf/aiconfigurator.h at the shapes of one rank of the scenario's
 // model and layout; collectives from `dir`/comm unless named.
 Built BuildAiconfigurator(const YamlNode& node, const StepModelContext& ctx) {
-  FP_RETURN_IF_ERROR(node.CheckKeys({"kind", "dir", "version", "moe_distribution", "collectives"}));
+  FP_RETURN_IF_ERROR(node.CheckKeys({"kind", "dir", "version", "moe_distribution", "collectives", "other_kernels"}));
   const YamlNode dir_node = node["dir"];
-  FP_ASSIGN_OR_RETURN(const std::string dir, dir_node.AsString());
   AicSource source;
-  source.dir = ResolveScenarioPath(ctx.scenario_dir, dir);
+  if (dir_node.present() && !dir_node.IsNull()) {
+    FP_ASSIGN_OR_RETURN(const std::string dir, dir_node.AsString());
+    source.dir = ResolveScenarioPath(ctx.scenario_dir, dir);
+  } else if (!ctx.memory.gpu.kernel_tables.empty()) {
+    source.dir = ctx.memory.gpu.kernel_tables;
+  } else {
+    return node.Error(fmt::format(
+        "no kernel tables ship for GPU '{}' (the built-in h100-sxm-80g and h200-141g have them); name the tables' "
+        "folder with `dir:`",
+        ctx.memory.gpu.name));
+  }
+  AicOtherKernels other;
+  FP_ASSIGN_OR_RETURN(other.enabled, node["other_kernels"].BoolOr(true));
   FP_ASSIGN_OR_RETURN(source.version, node["version"].StringOr(kDefaultAicVersion));
   FP_ASSIGN_OR_RETURN(source.moe_distribution, node["moe_distribution"].StringOr(kDefaultAicMoeDistribution));
   auto shape = AicShapeOf(ctx.memory.model, ctx.memory.layout, ctx.memory.weight_dtype, ctx.memory.kv_dtype);
   if (!shape.ok()) return node.Error(shape.status().message());
-  auto kernels = AicKernels::Load(source, *shape);
+  auto kernels = LoadAicKernels(source, *shape);
   if (!kernels.ok()) return dir_node.Error(kernels.status().message());
   const std::string comm_dir = (std::filesystem::path(source.dir) / "comm").string();
   FP_ASSIGN_OR_RETURN(std::shared_ptr<const CollectiveTables> collectives,
                       ReadCollectiveSource(node["collectives"], ctx, comm_dir));
   FP_ASSIGN_OR_RETURN(const ParallelLinks links, LinksOf(node, ctx, "aiconfigurator"));
+  if (other.enabled) {
+    if (ctx.memory.gpu.memory_bandwidth <= 0) {
+      return node.Error(fmt::format("other_kernels needs the GPU's memory bandwidth (GPU '{}' states none); set "
+                                    "other_kernels: false",
+                                    ctx.memory.gpu.name));
+    }
+    if (kernels->shortest_gemm_ns <= 0) {
+      return node.Error("other_kernels takes its launch floor from the tables' bf16 GEMM rows, and these tables have "
+                        "none; set other_kernels: false");
+    }
+    other.floor_ns = kernels->shortest_gemm_ns;
+    other.bytes_per_ns = ctx.memory.gpu.memory_bandwidth * kOtherKernelMemoryEfficiency / 1e9;
+  }
   return std::unique_ptr<StepCostModel>(std::make_unique<AicStepModel>(
-      std::move(kernels).value(), std::move(shape).value(), ParallelComm(links, std::move(collectives))));
+      std::move(kernels).value(), std::move(shape).value(), ParallelComm(links, std::move(collectives)), other));
 }
 
 struct Kind {
@@ -230,6 +290,26 @@ std::string ResolveScenarioPath(const std::string& scenario_dir, const std::stri
   const std::filesystem::path p(file);
   if (p.is_absolute() || scenario_dir.empty()) return p.lexically_normal().string();
   return (std::filesystem::path(scenario_dir) / p).lexically_normal().string();
+}
+
+DefaultStepModelChoice DefaultStepModel(const StepModelContext& ctx) {
+  const GpuSpec& gpu = ctx.memory.gpu;
+  if (gpu.kernel_tables.empty()) {
+    return {"{kind: roofline}", fmt::format("roofline: no measured kernel tables ship for {}", gpu.name)};
+  }
+  auto shape = AicShapeOf(ctx.memory.model, ctx.memory.layout, ctx.memory.weight_dtype, ctx.memory.kv_dtype);
+  if (!shape.ok()) {
+    return {"{kind: roofline}", fmt::format("roofline: the measured kernel tables of {} do not cover this model ({})",
+                                            gpu.name, shape.status().message())};
+  }
+  return {"{kind: aiconfigurator}",
+          fmt::format("aiconfigurator on the measured kernel tables that ship for {} ({})", gpu.name, gpu.kernel_tables)};
+}
+
+Expected<std::unique_ptr<StepCostModel>> MakeDefaultStepCostModel(const StepModelContext& ctx) {
+  const DefaultStepModelChoice choice = DefaultStepModel(ctx);
+  FP_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::LoadString(choice.yaml, "<default step model>"));
+  return MakeStepCostModel(doc.root(), ctx);
 }
 
 Expected<std::unique_ptr<StepCostModel>> MakeStepCostModel(const YamlNode& node,

@@ -224,6 +224,8 @@ TEST(HardeningRuns, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
       {"  step_model: {kind: roofline, bogus: 1}\n", "  step_model: {kind: roofline}\n", "engine.step_model", {"kind"}},
       {"  cuda_graphs: {buckets: [1, 8], bogus: 1}\n", "  cuda_graphs: {buckets: [1, 8]}\n", "engine.cuda_graphs",
        {"buckets"}},
+      {"  step_model: {kind: aiconfigurator, bogus: 1}\n", "  step_model: {kind: aiconfigurator}\n",
+       "engine.step_model", {"kind"}},
   };
   for (const Case& c : cases) {
     const std::string notes = NotesOf(c.minimal).dump();
@@ -232,7 +234,8 @@ TEST(HardeningRuns, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
       EXPECT_NE(notes.find(c.path + "." + key + ": "), std::string::npos) << c.path << "." << key << " not in " << notes;
     }
   }
-  // With no step_model at all, the roofline and each of its defaults are listed.
+  // With no step_model at all, the GPU's default (the measured kernels that ship for the
+  // H100) and each of its defaults are listed; on a GPU with no tables, the roofline's.
   std::string text = Scenario("2/s", "5s", 8);
   const size_t at = text.find("  step_model:");
   text.erase(at, text.find('\n', at) - at + 1);
@@ -240,9 +243,23 @@ TEST(HardeningRuns, D1_EveryAbsentStepModelAndCudaGraphsKeyHasANote) {
                                           ::testing::TempDir() + "d1"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string notes = Json::parse(r.out)["notes"].dump();
-  for (const char* note : {"engine.step_model: roofline (not given)", "engine.step_model.compute_efficiency: ",
-                           "engine.step_model.attention_efficiency: ", "engine.step_model.memory_efficiency: "}) {
+  for (const char* note : {"engine.step_model: aiconfigurator on the measured kernel tables that ship for h100-sxm-80g",
+                           "engine.step_model.dir: ", "engine.step_model.version: ",
+                           "engine.step_model.moe_distribution: ", "engine.step_model.collectives: ",
+                           "engine.step_model.other_kernels: ", "engine.version: 0.10 (not given)",
+                           "engine.host_overhead: 1.322 ms per step"}) {
     EXPECT_NE(notes.find(note), std::string::npos) << note << " not in " << notes;
+  }
+  ASSERT_NE(text.find("h100-sxm-80g"), std::string::npos);
+  text.replace(text.find("h100-sxm-80g"), std::string("h100-sxm-80g").size(), "a100-80g");
+  const CliRun a100 = testing::RunFleetplan({"simulate", Temp("d1-a100.yaml", text), "--quiet", "--json", "--out",
+                                             ::testing::TempDir() + "d1a"});
+  ASSERT_EQ(a100.code, 0) << a100.err;
+  const std::string roofline_notes = Json::parse(a100.out)["notes"].dump();
+  for (const char* note : {"engine.step_model: roofline: no measured kernel tables ship for a100-80g (not given)",
+                           "engine.step_model.compute_efficiency: ", "engine.step_model.attention_efficiency: ",
+                           "engine.step_model.memory_efficiency: "}) {
+    EXPECT_NE(roofline_notes.find(note), std::string::npos) << note << " not in " << roofline_notes;
   }
 }
 

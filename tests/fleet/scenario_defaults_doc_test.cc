@@ -31,6 +31,7 @@
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/perf/aiconfigurator.h"
+#include "fleetplan/perf/engine_version.h"
 #include "fleetplan/perf/factory.h"
 #include "support/shared_data.h"
 
@@ -458,8 +459,6 @@ const std::vector<Row>& Rows() {
        Exact("engine.speculation.basis: emitted (not given)")},
       {"engine.speculation.draft.weight_dtype", Variant::kSpeculation,
        [](S s) { return std::string(DTypeName(s.speculation.draft_weight_dtype)); }, Promised()},
-      {"engine.host_overhead", Variant::kMinimal, [](S s) { return DurationText(s.engine.host_overhead); },
-       Exact("engine.host_overhead: 0 (not given)")},
       {"router.policy", Variant::kMinimal, [](S s) { return s.router.policy; }, Promised()},
       {"router.telemetry_delay", Variant::kMinimal, [](S s) { return DurationText(s.router.telemetry_delay); },
        Promised()},
@@ -1041,14 +1040,73 @@ const std::vector<NonConstant>& NonConstants() {
          EXPECT_TRUE(Load(Minimal("engine: {preemption: recompute}\n")).ok());
          EXPECT_FALSE(Load(Minimal("engine: {preemption: swap}\n")).ok());
        }},
-      // Not kept in Scenario: step_model stays empty and the run builds `{kind: roofline}`
-      // (fleet/run.cc BuildCostModel); the reader lists it.
-      {"engine.step_model", "{kind: roofline}", NonConstant::kNotStored,
+      // Not kept in Scenario: step_model stays empty and the run builds the GPU's default
+      // (perf/factory.h DefaultStepModel); the reader lists which.
+      {"engine.step_model", "the GPU's", NonConstant::kNotStored,
        [] {
          const Scenario* s = Get(Variant::kMinimal);
          ASSERT_NE(s, nullptr);
          EXPECT_FALSE(s->step_model.has_value());
-         EXPECT_TRUE(HasNote(s->derived, "engine.step_model: roofline (not given)")) << JoinNotes(s->derived);
+         EXPECT_TRUE(HasNote(s->derived,
+                             "engine.step_model: aiconfigurator on the measured kernel tables that ship for "
+                             "h100-sxm-80g (builtin:aiconfigurator/h100_sxm) (not given)"))
+             << JoinNotes(s->derived);
+         const Expected<Scenario> a100 = Load(Replace(Minimal(), "h100-sxm-80g", "a100-80g"));
+         ASSERT_TRUE(a100.ok()) << a100.status().message();
+         EXPECT_TRUE(HasNote(a100->derived, "engine.step_model: roofline: no measured kernel tables ship for a100-80g "
+                                            "(not given)"))
+             << JoinNotes(a100->derived);
+       }},
+      // The vLLM version: not kept; it sets the host overhead's default, below.
+      {"engine.version", "0.10", NonConstant::kDerived,
+       [] {
+         EXPECT_EQ(kDefaultEngineVersion, "0.10");
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(HasNote(s->derived, "engine.version: 0.10 (not given)")) << JoinNotes(s->derived);
+       }},
+      // The version's host overhead with a kernel-based step model, 0 with a measured one.
+      {"engine.host_overhead", "the version's", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_EQ(s->engine.host_overhead, kV1HostPerStep);
+         EXPECT_TRUE(HasNote(s->derived,
+                             "engine.host_overhead: 1.322 ms per step, the default of vLLM 0.10 (v1 engine; not given)"))
+             << JoinNotes(s->derived);
+         const Expected<Scenario> v0 = Load(Minimal("engine: {version: 0.6.3}\n"));
+         ASSERT_TRUE(v0.ok()) << v0.status().message();
+         EXPECT_EQ(v0->engine.host_overhead, kV0HostPerStep);
+         const Expected<Scenario> async = Load(Minimal("engine: {version: '0.12'}\n"));
+         ASSERT_TRUE(async.ok()) << async.status().message();
+         EXPECT_EQ(async->engine.host_overhead, Duration());
+         const Expected<Scenario> affine = Load(Minimal(
+             "engine: {step_model: {kind: affine, prefill: {base: 1ms, per_token: 1us}, decode: {base: 1ms, "
+             "per_seq: 1us}}}\n"));
+         ASSERT_TRUE(affine.ok()) << affine.status().message();
+         EXPECT_EQ(affine->engine.host_overhead, Duration());
+         EXPECT_TRUE(HasNote(affine->derived,
+                             "engine.host_overhead: 0 (a measured step model holds the engine's CPU time; not given)"))
+             << JoinNotes(affine->derived);
+       }},
+      // Not kept in Scenario: an aiconfigurator model without `dir` reads the GPU's tables.
+      {"engine.step_model.dir", "the GPU's tables", NonConstant::kNotStored,
+       [] {
+         StepModelContext ctx;
+         ctx.memory.model = Catalog::Builtin().Model("llama-3.1-8b").value();
+         ctx.memory.gpu = Catalog::Builtin().Gpu("h100-sxm-80g").value();
+         const auto doc = YamlDocument::LoadString("step_model: {kind: aiconfigurator}\n", "scenario.yaml");
+         ASSERT_TRUE(doc.ok()) << doc.status().message();
+         auto m = MakeStepCostModel(doc->root()["step_model"], ctx);
+         ASSERT_TRUE(m.ok()) << m.status().message();
+         EXPECT_EQ((*m)->Describe()["dir"], "builtin:aiconfigurator/h100_sxm");
+         EXPECT_TRUE((*m)->Describe()["other_kernels"].is_object());
+       }},
+      {"engine.step_model.other_kernels", "true", NonConstant::kNotStored,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(HasNote(s->derived, "engine.step_model.other_kernels: true (not given)")) << JoinNotes(s->derived);
        }},
       // Not kept in Scenario: the step model's own keys are read when the run builds the
       // model (perf/factory.cc); absent, a kernel-table model's collectives are alpha-beta.
@@ -1064,6 +1122,7 @@ const std::vector<NonConstant>& NonConstants() {
              << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n16,0,0,0,5\n0,0,1,16,3\n";
          StepModelContext ctx;
          ctx.memory.model = Catalog::Builtin().Model("llama-3.1-8b").value();
+         ctx.memory.gpu = Catalog::Builtin().Gpu("h100-sxm-80g").value();
          ctx.memory.layout.tp = 2;
          ctx.tp_link = Catalog::Builtin().Link("nvlink4").value();
          const auto doc = YamlDocument::LoadString("step_model: {kind: kernel-table, dir: " + dir.string() + "}\n",

@@ -29,6 +29,7 @@ std::string Scenario70b(const std::string& rate, const std::string& duration, co
          "deployment: {replicas: 1, tp: 4}\n"
          "engine:\n"
          "  scheduler: {policy: decode-first, max_batched_tokens: 8192, max_running: 256}\n"
+         "  step_model: {kind: roofline}\n"
          "  host_overhead: 0.4ms\n" +
          speculation +
          "workload:\n"

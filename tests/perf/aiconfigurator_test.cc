@@ -326,6 +326,39 @@ TEST_F(AicTest, TheFactoryLocatesErrorsAtTheStepModel) {
   EXPECT_THAT(mla.status().message(), HasSubstr("uses multi-head latent attention"));
 }
 
+// The kernels the tables do not time, by hand on Tiny (2 dense layers, hidden 64, 4 / 2
+// heads of 16, FFN 64 per rank, vocab 256, bf16 KV) with a 2 us floor and 1 byte per ns.
+TEST_F(AicTest, OtherKernelsAreLaunchBoundAtADecodeAndStreamBytesAtALongPrefill) {
+  AicModelShape shape = Tiny();
+  shape.ffn_per_rank = 64;
+  shape.vocab = 256;
+  shape.kv_bytes = 2;
+  auto k = AicKernels::Load(Source(), shape);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  // The floor comes from the table: the shortest bf16 GEMM is m 1, n 64, k 64: 1 + 1 + 1 us.
+  EXPECT_DOUBLE_EQ(k->shortest_gemm_ns, 3000);
+  AicOtherKernels other;
+  other.enabled = true;
+  other.floor_ns = 2000;
+  other.bytes_per_ns = 1;
+  const AicStepModel with(*k, shape, ParallelComm(), other);
+  const AicStepModel without(*k, shape, ParallelComm());
+  // One decode: every kernel is below the floor except the sampler's logits
+  // (2 passes x 1 x 256 x 4 B = 2048 ns): 2 layers x 5 kernels + embedding + final norm
+  // + 10 sampler kernels = 22 floors.
+  const AicBreakdown one = with.Explain(std::vector<StepChunk>{Decode(15)});
+  EXPECT_DOUBLE_EQ(one.other_kernels_ns, 22 * 2000 + 2048);
+  EXPECT_EQ(one.total - without.Explain(std::vector<StepChunk>{Decode(15)}).total, Duration::Nanos(22 * 2000 + 2048));
+  // A 1,000-token prefill: bytes win. Per layer: norms 2 x 4 x 1000 x 128, rotary
+  // 2 x 1000 x 6 x 16 x 2, KV write 2 x 1000 x 2 x 2 x 16 x 2, activation 3 x 1000 x 64 x 2;
+  // per step: embedding 2 x 1000 x 128, final norm 3 x 1000 x 128, 10 floors, logits 2048.
+  const double per_layer = 2 * 4 * 1000 * 128.0 + 2 * 1000 * 6 * 16 * 2.0 + 2 * 1000 * 2 * 2 * 16 * 2.0 +
+                           3 * 1000 * 64 * 2.0;
+  const double per_step = 2 * 1000 * 128.0 + 3 * 1000 * 128.0 + 10 * 2000 + 2048;
+  EXPECT_DOUBLE_EQ(with.Explain(std::vector<StepChunk>{Prefill(1000)}).other_kernels_ns, 2 * per_layer + per_step);
+  EXPECT_DOUBLE_EQ(without.Explain(std::vector<StepChunk>{Prefill(1000)}).other_kernels_ns, 0);
+}
+
 TEST_F(AicTest, LoadingTwiceGivesTheSameCostsAndDescription) {
   const AicStepModel a = Model();
   const AicStepModel b = Model();
@@ -413,6 +446,65 @@ TEST(AicShared, OneRowOfEachH100TableReadsBackExactly) {
   ASSERT_TRUE(q->has_moe);
   EXPECT_DOUBLE_EQ(q->moe.Value(64, &outside), 0.43194135030110675 * 1e6);
   EXPECT_FALSE(outside);
+}
+
+// Without `dir` the model reads the tables that ship for the scenario's GPU: the same
+// tables as the public data, so the same costs.
+TEST(AicShared, TheShippedTablesCostStepsAsThePublicOnesDo) {
+  FP_REQUIRE_SHARED_DATA();
+  const std::string dir = testing::SharedPath("profiles/aiconfigurator/h100_sxm");
+  const auto shipped = Build("step_model: {kind: aiconfigurator}\n", AtlasContext());
+  const auto shared = Build("step_model: {kind: aiconfigurator, dir: " + dir + "}\n", AtlasContext());
+  ASSERT_NE(shipped, nullptr);
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(shipped->Describe()["dir"], "builtin:aiconfigurator/h100_sxm");
+  for (const auto& chunks : {Decodes(1, 2047), Decodes(64, 4000), std::vector<StepChunk>{Prefill(3000)}}) {
+    EXPECT_EQ(shipped->Cost(chunks).gpu, shared->Cost(chunks).gpu);
+  }
+}
+
+TEST(AicFactory, WithoutDirAGpuWithNoShippedTablesIsAnError) {
+  StepModelContext ctx = AtlasContext();
+  ctx.memory.gpu = Catalog::Builtin().Gpu("a100-80g").value();
+  const YamlDocument doc = Yaml("step_model: {kind: aiconfigurator}\n");
+  auto m = MakeStepCostModel(doc.root()["step_model"], ctx);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("no kernel tables ship for GPU 'a100-80g'"));
+}
+
+TEST(AicFactory, OtherKernelsCanBeLeftOut) {
+  const auto with = Build("step_model: {kind: aiconfigurator}\n", AtlasContext());
+  const auto without = Build("step_model: {kind: aiconfigurator, other_kernels: false}\n", AtlasContext());
+  ASSERT_NE(with, nullptr);
+  ASSERT_NE(without, nullptr);
+  EXPECT_EQ(without->Describe()["other_kernels"], "none");
+  EXPECT_DOUBLE_EQ(with->Describe()["other_kernels"]["floor_us"].get<double>(),
+                   dynamic_cast<const AicStepModel&>(*with).kernels().shortest_gemm_ns / 1e3);
+  // Atlas at TP 4, 8 decodes: launch-bound, 80 layers x 5 + 12 per step floors of the
+  // H100 table's shortest bf16 GEMM plus the sampler's logits pass.
+  const auto& aic = dynamic_cast<const AicStepModel&>(*with);
+  const double floor = aic.kernels().shortest_gemm_ns;
+  const double logits = 2.0 * 8 * 128256 * 4 / (3350e9 * kOtherKernelMemoryEfficiency / 1e9);
+  EXPECT_NEAR(aic.Explain(Decodes(8, 2000)).other_kernels_ns, (80 * 5 + 12) * floor + logits, 1.0);
+  EXPECT_GT(with->Cost(Decodes(8, 2000)).gpu, without->Cost(Decodes(8, 2000)).gpu);
+}
+
+TEST(DefaultStepModel, MeasuredKernelsWhereTheyShipAndCoverTheModelElseRoofline) {
+  StepModelContext ctx = AtlasContext();
+  EXPECT_EQ(DefaultStepModel(ctx).yaml, "{kind: aiconfigurator}");
+  EXPECT_THAT(DefaultStepModel(ctx).reason, HasSubstr("builtin:aiconfigurator/h100_sxm"));
+  ctx.memory.gpu = Catalog::Builtin().Gpu("h200-141g").value();
+  EXPECT_EQ(DefaultStepModel(ctx).yaml, "{kind: aiconfigurator}");
+  ctx.memory.gpu = Catalog::Builtin().Gpu("a100-80g").value();
+  EXPECT_EQ(DefaultStepModel(ctx).yaml, "{kind: roofline}");
+  EXPECT_EQ(DefaultStepModel(ctx).reason, "roofline: no measured kernel tables ship for a100-80g");
+  ctx.memory.gpu = Catalog::Builtin().Gpu("h100-sxm-80g").value();
+  ctx.memory.weight_dtype = DType::kInt4;
+  EXPECT_EQ(DefaultStepModel(ctx).yaml, "{kind: roofline}");
+  EXPECT_THAT(DefaultStepModel(ctx).reason, HasSubstr("do not cover this model"));
+  const auto built = MakeDefaultStepCostModel(ctx);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_EQ((*built)->kind(), "roofline");
 }
 
 TEST(AicShared, CollectivesDefaultToTheMeasuredTablesBesideTheKernels) {

@@ -49,6 +49,10 @@ std::string Scenario(const std::string& rate, const std::string& duration) {
          "deployment: {replicas: 2, tp: 4}\n"
          "engine:\n"
          "  scheduler: {policy: bounded-chunk, max_batched_tokens: 4096, max_running: 128}\n"
+         // The rates below were chosen against the roofline with no host overhead: these
+         // tests are about how layouts are decided, not about the default step model.
+         "  step_model: {kind: roofline}\n"
+         "  host_overhead: 0ms\n"
          "workload:\n"
          "  duration: " + duration + "\n"
          "  arrival: {process: poisson, rate: " + rate + "}\n"

@@ -40,6 +40,12 @@ struct GpuSpec {
   // PCIe peer-to-peer). GeForce parts on PCIe do not (the driver refuses P2P): their
   // transfers stage through host memory (perf/collectives.h HostStaged).
   bool peer_to_peer = true;
+  // The measured kernel tables that ship for this GPU (perf/gzip_file.h), e.g.
+  // `builtin:aiconfigurator/h100_sxm`: the default step model reads them
+  // (docs/step-models.md "Which default each GPU gets"). Empty: none ship, the default is
+  // the roofline. Only built-in GPUs have them; a catalog file's GPU never does (it may
+  // redefine a part the tables were not measured on).
+  std::string kernel_tables;
 
   bool Supports(DType t) const;
   // Peak dense throughput for matmuls in `t`: the native rate when the GPU has one (fp16

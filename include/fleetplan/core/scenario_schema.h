@@ -36,7 +36,7 @@ inline const std::vector<std::string> kTransferFaults = {"delay", "delay_probabi
 inline const std::vector<std::string> kPool = {"role", "replicas", "tp", "pp", "ep", "gpu_memory_utilization"};
 inline const std::vector<std::string> kEngine = {"scheduler",  "kv",         "prefix_cache", "preemption",
                                                  "step_model", "host_overhead", "cuda_graphs", "adapters",
-                                                 "speculation"};
+                                                 "speculation", "version"};
 // engine.host_overhead as a mapping (perf/host_overhead.h); a bare duration is per_step.
 inline const std::vector<std::string> kHostOverhead = {"per_step", "per_sequence", "per_prefill_token"};
 // engine.speculation: speculative decoding (fleet/speculation.h).

@@ -37,7 +37,7 @@
 //   step = L × (qkv(T) + o(T)) + L_dense × (gate_up(T) + down(T))
 //        + L_moe × (moe(T) + router(T) + shared(T))
 //        + Σ_groups L_g × ( Σ_prefill chunks P_g(c, n) + D_g(decodes, mean context) )
-//        + lm_head(S)
+//        + lm_head(S) + other kernels(T, S)                      (AicOtherKernels)
 //        + L × 2 × AllReduce(tp, T·H·2 B) + (pp − 1) × 2 × SendRecv(T·H·2 B)
 //
 //   P_g(c, n) = C_g(c + n) × pairs(c, n) / pairs(0, c + n)   a chunk of n tokens after c
@@ -136,7 +136,34 @@ struct AicModelShape {
   std::string gemm_dtype = "bfloat16";  // gemm_perf gemm_dtype
   std::string moe_dtype = "bfloat16";   // moe_perf moe_dtype
   std::string kv_dtype = "bfloat16";    // attention kv_cache_dtype
+  // The kernels the tables do not time (AicOtherKernels): the FFN width per rank of a dense
+  // layer (F above; 0 without dense layers), the full vocabulary (the sampler reads every
+  // logit) and the KV bytes per element.
+  int64_t ffn_per_rank = 0;
+  int64_t vocab = 0;
+  int64_t kv_bytes = 2;
 };
+
+// The kernels of a step that the tables do not time, each costing
+// max(floor, bytes / bandwidth), where floor is the shortest bf16 kernel the GPU's GEMM
+// table measures (a launch-bound kernel's time on that GPU) and bandwidth is the GPU's HBM
+// bandwidth × kOtherKernelMemoryEfficiency (docs/step-models.md "Kernels the tables do not
+// time"). Per layer, on T tokens (bf16 activations; H = hidden, on every rank whatever tp):
+//   two fused residual-add + RMSNorm kernels   4·T·H·2 B each
+//   rotary embedding of q and k                2·T·(h + g)·d·2 B
+//   KV-cache write                             2·T·2g·d·(KV bytes) B
+//   SiLU-and-multiply (dense layers)           3·T·F·2 B
+// per step: the embedding gather (2·T·H·2 B), the final norm (3·T·H·2 B) and the sampler
+// (kSamplerKernels launch-bound kernels plus two passes over S × vocab fp32 logits).
+// These do not shrink with tp (the norms run on the full hidden state on every rank), which
+// is why leaving them out flatters wide tensor parallelism.
+struct AicOtherKernels {
+  bool enabled = false;        // the factory turns it on (other_kernels, default true)
+  double floor_ns = 0;         // > 0 when enabled
+  double bytes_per_ns = 0;     // bandwidth after efficiency, > 0 when enabled
+};
+inline constexpr int kSamplerKernels = 10;
+inline constexpr double kOtherKernelMemoryEfficiency = 0.8;
 
 // The shapes of `model` on one rank of `layout` with these weight and KV formats. Errors
 // (not located; the factory locates them): MLA attention (no rows in these tables), a
@@ -184,6 +211,7 @@ struct AicKernels {
   std::vector<AicAttentionTables> attention;
   bool has_moe = false;
   KernelCurve moe;                 // ns vs num_tokens, one MoE layer
+  double shortest_gemm_ns = 0;     // the smallest latency of the table's bf16 GEMM rows (0: none)
   std::vector<std::string> files;  // the tables read, in order
 
   // Reads the tables under `source` for `shape`. Errors name the file (and line and column
@@ -204,6 +232,7 @@ struct AicBreakdown {
   double context_attention_ns = 0;
   double generation_attention_ns = 0;
   double lm_head_ns = 0;
+  double other_kernels_ns = 0;  // AicOtherKernels: norms, rotary, KV write, activation, sampler
   Duration collectives;  // TP all-reduces + PP send/recv
   Duration total;
   bool extrapolated = false;
@@ -213,8 +242,8 @@ class AicStepModel final : public StepCostModel {
  public:
   // REQUIRES: kernels loaded for `shape` (AicKernels::Load(source, shape)); when
   // comm.links().tp > 1 or pp > 1, shape.hidden >= 1.
-  AicStepModel(AicKernels kernels, AicModelShape shape, ParallelComm comm)
-      : kernels_(std::move(kernels)), shape_(std::move(shape)), comm_(std::move(comm)) {}
+  AicStepModel(AicKernels kernels, AicModelShape shape, ParallelComm comm, AicOtherKernels other = {})
+      : kernels_(std::move(kernels)), shape_(std::move(shape)), comm_(std::move(comm)), other_(other) {}
 
   StepCost Cost(std::span<const StepChunk> chunks) const override;
   StepCost CostPadded(std::span<const StepChunk> chunks, StepPadding padding) const override;
@@ -228,6 +257,9 @@ class AicStepModel final : public StepCostModel {
   AicKernels kernels_;
   AicModelShape shape_;
   ParallelComm comm_;
+  AicOtherKernels other_;
+
+  double OtherKernelsNs(int64_t tokens, int64_t sequences) const;
 };
 
 }  // namespace fleetplan

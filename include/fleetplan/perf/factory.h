@@ -17,11 +17,17 @@
 //             peer access from the GPU; collectives from measured tables
 //             (perf/collective_tables.h) where they state the curve, else alpha-beta;
 //             `dir` and table paths resolve like `file`
-//   aiconfigurator {kind: aiconfigurator, dir: GPU folder[, version: 0.24.0,
-//             moe_distribution: balanced, collectives: ...]}: aiconfigurator's measured
-//             vLLM kernels (perf/aiconfigurator.h) at the shapes of one rank of the
-//             scenario's model, layout, weight and KV formats; collectives as for
-//             kernel-table, but absent means the measured tables under `dir`/comm
+//   aiconfigurator {kind: aiconfigurator[, dir: GPU folder, version: 0.24.0,
+//             moe_distribution: balanced, collectives: ..., other_kernels: true]}:
+//             aiconfigurator's measured vLLM kernels (perf/aiconfigurator.h) at the shapes
+//             of one rank of the scenario's model, layout, weight and KV formats, plus the
+//             kernels the tables do not time (AicOtherKernels) unless other_kernels is
+//             false; `dir` absent means the tables that ship for the scenario's GPU
+//             (GpuSpec::kernel_tables); collectives as for kernel-table, but absent means
+//             the measured tables under `dir`/comm
+//
+// The default step model (no `engine.step_model`), DefaultStepModel: aiconfigurator on the
+// GPU's shipped tables when it has them and they cover the model's shapes, else roofline.
 // An unknown kind is a located error with did-you-mean and the valid names.
 //
 // CUDA graphs: when ctx.cuda_graphs is enabled the model is wrapped in GraphedStepModel
@@ -64,6 +70,19 @@ const std::vector<std::string>& StepModelKinds();
 // `node` is the `engine.step_model` map. Every error is located at the offending field.
 Expected<std::unique_ptr<StepCostModel>> MakeStepCostModel(const YamlNode& node,
                                                            const StepModelContext& ctx);
+
+// The step model a scenario without `engine.step_model` gets, and why (for notes):
+// `{kind: aiconfigurator}` on a GPU with shipped kernel tables whose shapes cover the
+// model (grouped-query attention, bf16 or fp8 weights and KV, divisible heads), else
+// `{kind: roofline}`.
+struct DefaultStepModelChoice {
+  std::string yaml;    // the step_model map to build
+  std::string reason;  // one line: which model and why
+};
+DefaultStepModelChoice DefaultStepModel(const StepModelContext& ctx);
+
+// Builds DefaultStepModel(ctx).
+Expected<std::unique_ptr<StepCostModel>> MakeDefaultStepCostModel(const StepModelContext& ctx);
 
 // Resolves a `file:` value against the scenario folder (absolute paths stay as they are).
 std::string ResolveScenarioPath(const std::string& scenario_dir, const std::string& file);
