@@ -39,6 +39,7 @@ struct ValidateFlags {
   std::string setup;  // with result files instead of run directories
   std::string html;
   bool json = false;
+  bool warm_prefix_cache = false;
   bool allow_mismatch = false;
   bool quiet = false;
   bool independent_dp_ranks = false;
@@ -196,7 +197,9 @@ Status RunBenchValidate(const ValidateFlags& f, std::ostream& out) {
     FP_ASSIGN_OR_RETURN(VllmBenchResult r, ReadVllmBenchResult(path));
     results.push_back(std::move(r));
   }
-  FP_ASSIGN_OR_RETURN(const BenchValidation v, ValidateBenchResults(setup, results));
+  BenchReplayOptions replay;
+  replay.warm_prefix_cache = f.warm_prefix_cache;
+  FP_ASSIGN_OR_RETURN(const BenchValidation v, ValidateBenchResults(setup, results, replay));
   if (!f.html.empty()) {
     if (const Status written = WriteFileAtomic(f.html, report::BenchValidationHtml(v.json)); !written.ok()) {
       return LocatedError(SourceLocation{}, "--html", written.message());
@@ -215,6 +218,7 @@ Status RunBenchValidate(const ValidateFlags& f, std::ostream& out) {
 Status RunValidate(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
   if (!f.setup.empty()) return RunBenchValidate(f, out);
   if (!f.html.empty()) return UsageError("--html draws result files against a setup: give --setup SETUP.yaml");
+  if (f.warm_prefix_cache) return UsageError("--warm-prefix-cache replays result files: give --setup SETUP.yaml");
   for (const std::string& path : f.runs) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) {
@@ -286,6 +290,10 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
   cmd->add_flag("--independent-dp-ranks", f.independent_dp_ranks,
                 "Replay the data-parallel ranks of an MoE model as independent replicas rather than in "
                 "lock-step (an ablation: what the lock-step changes)");
+  cmd->add_flag("--warm-prefix-cache", f.warm_prefix_cache,
+                "With --setup: the prompts had been served before each run (runs of the same prompts one after "
+                "another on one server with prefix caching on): send each file's prompts once first, so its "
+                "requests find them cached");
   cmd->add_flag("--json", f.json, "Print the canonical JSON report");
   cmd->add_flag("--quiet", f.quiet, "No progress on stderr during --fit (otherwise: a bar with ETA on a terminal, "
                                     "plain lines in a log)");

@@ -440,12 +440,19 @@ Expected<BenchSetup> LoadBenchSetup(const std::string& path) {
   return ParseBenchSetup(text, path);
 }
 
-Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const std::vector<VllmBenchResult>& results) {
+Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const std::vector<VllmBenchResult>& results,
+                                               const BenchReplayOptions& replay) {
   const std::string dir = std::filesystem::path(setup.path).parent_path().string();
   FP_ASSIGN_OR_RETURN(const Scenario scenario,
                       LoadScenarioDocument(setup.scenario, dir.empty() ? "." : dir, setup.digest));
   FP_ASSIGN_OR_RETURN(const FleetPlan plan, Bind(scenario));
   const BoundPool& pool = plan.primary_pool();
+  if (replay.warm_prefix_cache && !plan.engine.prefix_cache.enabled) {
+    return InvalidInput(
+        fmt::format("{}: a warm prefix cache needs one: the setup's engine.enable_prefix_caching is "
+                    "not true",
+                    setup.path));
+  }
 
   BenchValidation out;
   Json& j = out.json;
@@ -469,7 +476,14 @@ Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const st
   notes.push_back(fmt::format("KV cache: {} blocks of {} tokens ({} tokens) per replica, from the memory plan",
                               pool.kv.kv_blocks_per_replica, pool.kv.block_tokens,
                               pool.kv.kv_blocks_per_replica * pool.kv.block_tokens));
-  notes.push_back("prompts replayed as unique content: no prefix-cache hits (result files carry no token ids)");
+  if (replay.warm_prefix_cache) {
+    notes.push_back(
+        "warm prefix cache: each file's prompts were sent once (all at once, one output token) before its "
+        "requests, which find them in the prefix cache; prompts are otherwise unique content (result "
+        "files carry no token ids)");
+  } else {
+    notes.push_back("prompts replayed as unique content: no prefix-cache hits (result files carry no token ids)");
+  }
   notes.push_back(
       "TTFT and E2E are simulated from the request's arrival at the engine: the client, HTTP and "
       "detokenisation time of the measured ones is not simulated");
@@ -488,6 +502,9 @@ Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const st
     BenchClientSpec client;
     client.requests = in.requests;
     client.max_concurrency = r.max_concurrency;
+    client.warm_up = replay.warm_prefix_cache;
+    const int64_t warm_ids = replay.warm_prefix_cache ? static_cast<int64_t>(in.requests.size()) : 0;
+    std::optional<SimTime> first_arrival;
     if (r.request_rate) {
       FP_ASSIGN_OR_RETURN(client.arrivals, VllmClientArrivals(*r.request_rate, r.burstiness));
       in.notes.push_back(
@@ -512,6 +529,8 @@ Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const st
     options.write_files = false;
     options.source = source.get();
     options.on_record = [&](const RequestRecord& rec) {
+      if (rec.id < warm_ids) return;  // the warm-up round is not measured
+      if (!first_arrival || rec.arrival < *first_arrival) first_arrival = rec.arrival;
       if (rec.status != RecordStatus::kOk || !rec.first_token || !rec.finish) {
         ++unfinished;
         return;
@@ -560,7 +579,8 @@ Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const st
       if (decode_tokens > 0) itl_sim.mean = decode_ms / decode_tokens;
       m["itl"] = MetricJson(itl_measured, itl_sim);
     }
-    const double span_s = run.result.span.seconds();
+    // From the first measured request's arrival (after any warm-up round) to the end.
+    const double span_s = (run.simulated_end - first_arrival.value_or(SimTime())).seconds();
     p["simulated_duration_s"] = Round4(span_s);
     p["measured_duration_s"] = r.duration_s ? Json(Round4(*r.duration_s)) : Json();
     p["notes"] = in.notes;

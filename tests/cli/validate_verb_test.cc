@@ -339,6 +339,7 @@ TEST_F(BenchFiles, UsageAndInputErrors) {
   EXPECT_EQ(no_setup.code, 2);
   EXPECT_THAT(no_setup.err, HasSubstr("needs --setup SETUP.yaml"));
   EXPECT_EQ(Validate({Dir(), "--html", Path("x.html")}).code, 2);
+  EXPECT_EQ(Validate({Dir(), "--warm-prefix-cache"}).code, 2);
   EXPECT_EQ(Validate({Path("qps_2.json"), "--setup", Path("setup.yaml"), "--fit", Path("c.json")}).code, 2);
   Write("setup.yaml", "model: llama-3.1-8b\ngpu: h100-sxm-80g\nengine:\n  max_num_batched_tokens: 0\n");
   const VerbRun bad_setup = Validate({Path("qps_2.json"), "--setup", Path("setup.yaml")});

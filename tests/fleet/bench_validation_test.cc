@@ -154,6 +154,35 @@ TEST(BenchValidation, ReplaysDetailedFilesIntoTheContract) {
   EXPECT_THAT(BenchValidationText(j), HasSubstr("concurrency 2, rate inf"));
 }
 
+// A warm prefix cache: the prompts are found cached, so the simulated TTFT falls; without
+// prefix caching in the setup it is refused.
+TEST(BenchValidation, AWarmPrefixCacheServesThePromptsFromTheCache) {
+  Expected<BenchSetup> s = ParseBenchSetup(kSetup, "setup.yaml");
+  ASSERT_TRUE(s.ok());
+  Expected<VllmBenchResult> r = ParseVllmBenchResult(DetailedResult("\"inf\"", "null"), "r.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Expected<BenchValidation> cold = ValidateBenchResults(*s, {*r});
+  BenchReplayOptions warm_options;
+  warm_options.warm_prefix_cache = true;
+  Expected<BenchValidation> warm = ValidateBenchResults(*s, {*r}, warm_options);
+  ASSERT_TRUE(cold.ok() && warm.ok());
+  const Json& cm = cold->json["points"][0]["metrics"];
+  const Json& wm = warm->json["points"][0]["metrics"];
+  EXPECT_LT(wm["ttft"]["simulated_ms"]["mean"].get<double>(), cm["ttft"]["simulated_ms"]["mean"].get<double>());
+  EXPECT_EQ(warm->json["points"][0]["requests"], 8);
+  EXPECT_THAT(warm->json["notes"].dump(), HasSubstr("warm prefix cache"));
+  // The measured side does not change.
+  EXPECT_EQ(wm["ttft"]["measured_ms"], cm["ttft"]["measured_ms"]);
+
+  std::string no_cache(kSetup);
+  no_cache.replace(no_cache.find("enable_prefix_caching: true"), 27, "enable_prefix_caching: false");
+  Expected<BenchSetup> s2 = ParseBenchSetup(no_cache, "setup.yaml");
+  ASSERT_TRUE(s2.ok());
+  Expected<BenchValidation> refused = ValidateBenchResults(*s2, {*r}, warm_options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("engine.enable_prefix_caching is not true"));
+}
+
 TEST(BenchValidation, AnAggregateOnlyFileIsReplayedWithMeanLengths) {
   Expected<BenchSetup> s = ParseBenchSetup(kSetup, "setup.yaml");
   ASSERT_TRUE(s.ok());

@@ -113,6 +113,46 @@ TEST(BenchClient, TheCapSendsARequestWhenASlotFrees) {
   EXPECT_EQ(source.Describe()["loop"], "closed");
 }
 
+// With a warm-up round, every prompt goes out once at 0 for one token (ids 0..n-1), then
+// the list proper (ids n..2n-1, the same contents) from when the last of those ended.
+TEST(BenchClient, AWarmUpRoundSendsEveryPromptFirst) {
+  BenchClientSpec spec = Spec(3);
+  spec.warm_up = true;
+  auto made = MakeBenchClientSource(spec, 0);
+  ASSERT_TRUE(made.ok());
+  RequestSource& source = **made;
+  std::vector<Request> warm;
+  for (int i = 0; i < 3; ++i) {
+    Expected<std::optional<Request>> r = source.Next();
+    ASSERT_TRUE(r.ok() && r->has_value());
+    warm.push_back(**r);
+  }
+  for (size_t i = 0; i < warm.size(); ++i) {
+    EXPECT_EQ(warm[i].id, static_cast<RequestId>(i));
+    EXPECT_EQ(warm[i].arrival, SimTime());
+    EXPECT_EQ(warm[i].output_tokens, 1);
+  }
+  // Nothing more until the round has ended.
+  Expected<std::optional<SimTime>> blocked = source.PeekArrival();
+  ASSERT_TRUE(blocked.ok());
+  EXPECT_FALSE(blocked->has_value());
+  EXPECT_FALSE(source.exhausted());
+  source.OnRequestFinished(1, SimTime() + Ms(40));
+  source.OnRequestFinished(0, SimTime() + Ms(50));
+  EXPECT_FALSE(source.PeekArrival()->has_value());
+  source.OnRequestFinished(2, SimTime() + Ms(70));
+  const std::vector<Request> rest = DrainOpen(source);
+  ASSERT_EQ(rest.size(), 3u);
+  for (size_t i = 0; i < rest.size(); ++i) {
+    EXPECT_EQ(rest[i].id, static_cast<RequestId>(3 + i));
+    EXPECT_EQ(rest[i].arrival, SimTime() + Ms(70));
+    EXPECT_EQ(rest[i].prompt, warm[i].prompt);  // the same content: a prefix-cache hit
+    EXPECT_EQ(rest[i].output_tokens, 10 + static_cast<int64_t>(i));
+  }
+  EXPECT_TRUE(source.exhausted());
+  EXPECT_EQ(source.Describe()["warm_up"], true);
+}
+
 TEST(BenchClient, BadSpecsAreErrors) {
   EXPECT_FALSE(MakeBenchClientSource(BenchClientSpec{}, 0).ok());
   BenchClientSpec zero = Spec(1);

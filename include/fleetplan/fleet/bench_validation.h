@@ -65,10 +65,20 @@ struct BenchValidation {
   Json json;  // the report: `setup`, `points[]`, `summary`, `notes` (docs/validate.md)
 };
 
+struct BenchReplayOptions {
+  // The prompts had been served before each run (benchmark runs of the same prompts one
+  // after another on one server with prefix caching on): each file's prompts are first
+  // sent once, all at once for one token, and its requests follow when those have ended,
+  // so they find their prompts in the prefix cache (workload/bench_client.h "warm-up").
+  // REQUIRES of the setup engine.enable_prefix_caching (else an error).
+  bool warm_prefix_cache = false;
+};
+
 // Replays every result file on the setup's deployment. Errors: the scenario the setup
 // builds does not load or bind (located at the setup's keys), a replayed request that
-// cannot complete (a prompt the KV cache cannot hold).
-Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const std::vector<VllmBenchResult>& results);
+// cannot complete (a prompt the KV cache cannot hold), a warm prefix cache without one.
+Expected<BenchValidation> ValidateBenchResults(const BenchSetup& setup, const std::vector<VllmBenchResult>& results,
+                                               const BenchReplayOptions& options = {});
 
 // The compact table `fleetplan validate RESULT.json ... --setup` prints.
 std::string BenchValidationText(const Json& report);

@@ -17,8 +17,15 @@
 //               With no gaps (rate "inf") this is a closed loop of C users with no think
 //               time: exactly `arrival: {process: closed-loop, users: C}` of a workload,
 //               but over these requests' own lengths.
-// Each prompt is one unique segment (MakeContentId(kUnique, id)): the benchmark's prompts
-// share no prefix the simulator could know of. Requests carry class 0 ("default").
+// Each prompt is one unique segment (MakeContentId(kUnique, index in the list, 0)): the
+// benchmark's prompts share no prefix the simulator could know of.
+//   warm-up     with `warm_up`, every prompt of the list is first sent once, all at time 0,
+//               for one output token (ids 0 .. n-1), and the list proper (ids n .. 2n-1,
+//               the same prompt contents) starts when the last of those has ended: a
+//               server whose prefix cache holds the prompts already, as when benchmark
+//               runs of the same prompts follow each other on one server. Its due times,
+//               and the cap, count from that moment.
+// Requests carry class 0 ("default").
 // Follows the RequestSource protocol (source.h): ids 0, 1, 2, ... in list order;
 // arrivals non-decreasing; with a cap, PeekArrival() is nullopt while C are in flight.
 // Thread model: single-threaded state.
@@ -45,6 +52,7 @@ struct BenchClientSpec {
   std::vector<BenchClientRequest> requests;        // sent in this order
   std::shared_ptr<const ArrivalProcess> arrivals;  // null: all due at time 0
   std::optional<int64_t> max_concurrency;          // >= 1 when set
+  bool warm_up = false;                            // send every prompt once first (above)
 };
 
 // Errors (InvalidInput): no requests, a length < 1, a cap < 1.
