@@ -78,16 +78,18 @@ std::optional<std::string> CatalogDType(const std::string& v) {
   return v;
 }
 
-struct SetupReader {
-  BenchSetup* s;
-  std::vector<YamlOverride> overrides;
+// The scenario values a setup gives: its own nodes where a value is the setup's as written,
+// and derived scalars located at the setup node they come from (a mapped model name, the
+// scheduling policy chunked prefill implies), so every error points into the setup.
+struct ScenarioOverrides {
+  std::vector<YamlOverride> list;
+  std::vector<YamlDocument> derived;
 
-  void Set(const std::string& path, const YamlNode& value) { overrides.push_back(YamlOverride{path, value}); }
+  void Set(const std::string& path, const YamlNode& value) { list.push_back(YamlOverride{path, value}); }
   void SetDerived(const std::string& path, std::string text, const YamlNode& at) {
-    derived_docs.push_back(YamlDocument::Scalar(std::move(text), at));
-    overrides.push_back(YamlOverride{path, derived_docs.back().root()});
+    derived.push_back(YamlDocument::Scalar(std::move(text), at));
+    list.push_back(YamlOverride{path, derived.back().root()});
   }
-  std::vector<YamlDocument> derived_docs;
 };
 
 // The status of a read whose value is not kept.
@@ -105,7 +107,7 @@ Expected<BenchSetup> ReadSetup(const YamlDocument& doc, const std::string& path,
   BenchSetup s;
   s.path = path;
   s.digest = std::move(digest);
-  SetupReader r{&s, {}, {}};
+  ScenarioOverrides r;
   const YamlNode root = doc.root();
   if (!root.IsMap()) return root.Error("expected a mapping (a validate setup: model, gpu, tp, pp, engine, ...)");
   FP_RETURN_IF_ERROR(root.CheckKeys(kSetupKeys));
@@ -248,7 +250,7 @@ Expected<BenchSetup> ReadSetup(const YamlDocument& doc, const std::string& path,
 
   FP_ASSIGN_OR_RETURN(const YamlDocument base,
                       YamlDocument::LoadString(kBaseScenario, path + " (the scenario built from it)"));
-  FP_ASSIGN_OR_RETURN(YamlDocument scenario, YamlDocument::WithOverrides(base, r.overrides));
+  FP_ASSIGN_OR_RETURN(YamlDocument scenario, YamlDocument::WithOverrides(base, r.list));
   s.scenario = std::make_shared<const YamlDocument>(std::move(scenario));
   return s;
 }
