@@ -2,7 +2,10 @@
 // measured run directory (docs/validate.md) through the engine with the kernel-table step
 // model and prints measured vs predicted TTFT / TPOT / E2E (fleet/fidelity.h).
 // `fleetplan validate --fit OUT RUN_DIR...`: fits a calibration file on the given runs.
-// Exit 0 done, 2 usage, 3 invalid input (a missing or inconsistent run directory, located).
+// `fleetplan validate RESULT.json... --setup SETUP.yaml [--json] [--html FILE]`: replays
+// `vllm bench serve` result files on the setup's deployment (fleet/bench_validation.h).
+// Exit 0 done, 2 usage, 3 invalid input (a missing or inconsistent run directory, result
+// file or setup, located).
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +23,10 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/output_file.h"
 #include "fleetplan/core/progress.h"
+#include "fleetplan/fleet/bench_validation.h"
 #include "fleetplan/fleet/fidelity.h"
+#include "fleetplan/metrics/vllm_bench.h"
+#include "fleetplan/report/validate_page.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -30,7 +36,10 @@ struct ValidateFlags {
   std::string profile;
   std::string calibration;
   std::string fit_out;
+  std::string setup;  // with result files instead of run directories
+  std::string html;
   bool json = false;
+  bool warm_prefix_cache = false;
   bool allow_mismatch = false;
   bool quiet = false;
   bool independent_dp_ranks = false;
@@ -175,7 +184,49 @@ Status RunFit(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
   return Status::Ok();
 }
 
+// Result files of `vllm bench serve` on the deployment --setup describes.
+Status RunBenchValidate(const ValidateFlags& f, std::ostream& out) {
+  if (!f.fit_out.empty()) return UsageError("--fit fits run directories; it does not take --setup");
+  if (!f.profile.empty() || !f.calibration.empty() || f.allow_mismatch || f.independent_dp_ranks) {
+    return UsageError("--profile, --calibration, --allow-mismatch and --independent-dp-ranks replay run directories; "
+                      "with --setup the step model is the setup's (engine.step_model)");
+  }
+  FP_ASSIGN_OR_RETURN(const BenchSetup setup, LoadBenchSetup(f.setup));
+  std::vector<VllmBenchResult> results;
+  for (const std::string& path : f.runs) {
+    FP_ASSIGN_OR_RETURN(VllmBenchResult r, ReadVllmBenchResult(path));
+    results.push_back(std::move(r));
+  }
+  BenchReplayOptions replay;
+  replay.warm_prefix_cache = f.warm_prefix_cache;
+  FP_ASSIGN_OR_RETURN(const BenchValidation v, ValidateBenchResults(setup, results, replay));
+  if (!f.html.empty()) {
+    if (const Status written = WriteFileAtomic(f.html, report::BenchValidationHtml(v.json)); !written.ok()) {
+      return LocatedError(SourceLocation{}, "--html", written.message());
+    }
+  }
+  if (f.json) {
+    FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(v.json));
+    out << text;
+  } else {
+    out << BenchValidationText(v.json);
+    if (!f.html.empty()) out << "wrote " << f.html << "\n";
+  }
+  return Status::Ok();
+}
+
 Status RunValidate(const ValidateFlags& f, std::ostream& out, std::ostream& err) {
+  if (!f.setup.empty()) return RunBenchValidate(f, out);
+  if (!f.html.empty()) return UsageError("--html draws result files against a setup: give --setup SETUP.yaml");
+  if (f.warm_prefix_cache) return UsageError("--warm-prefix-cache replays result files: give --setup SETUP.yaml");
+  for (const std::string& path : f.runs) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) {
+      return UsageError(fmt::format("'{}' is a file: a vllm bench serve result file needs --setup SETUP.yaml (the "
+                                    "deployment it ran on; docs/validate.md); a run directory is a folder",
+                                    path));
+    }
+  }
   if (!f.fit_out.empty()) return RunFit(f, out, err);
   if (f.runs.size() != 1) return UsageError("validate takes one RUN_DIR (several only with --fit)");
   FP_ASSIGN_OR_RETURN(const MeasuredRun run, LoadMeasuredRun(f.runs[0]));
@@ -204,15 +255,25 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
       "Replay a measured vLLM run directory (meta.json, requests.jsonl, timeseries.csv) with the "
       "kernel-table step model and report measured vs predicted TTFT / TPOT / E2E (mean, p50, p90, "
       "p99, signed error, per-request MAPE) and the queue time series. With --fit OUT, fit a "
-      "calibration file on the given runs. Exit 0 done, 2 usage, 3 invalid input.");
+      "calibration file on the given runs. With --setup SETUP.yaml, the arguments are `vllm bench serve "
+      "--save-result` files replayed on the setup's deployment: measured vs simulated TTFT / TPOT / E2E per "
+      "rate or concurrency point. Exit 0 done, 2 usage, 3 invalid input.");
   cmd->footer(
       "Examples:\n"
       "  fleetplan validate runs/h100/llama-8b/run1\n"
       "  fleetplan validate runs/h100/llama-8b/run1 --calibration calibration.json --json\n"
-      "  fleetplan validate --fit calibration.json runs/h100/llama-8b/run1 runs/h100/llama-8b/run2");
+      "  fleetplan validate --fit calibration.json runs/h100/llama-8b/run1 runs/h100/llama-8b/run2\n"
+      "  fleetplan validate qps_1.json qps_4.json qps_inf.json --setup setup.yaml --html validate.html");
   auto flags = std::make_shared<ValidateFlags>();
   ValidateFlags& f = *flags;
-  cmd->add_option("RUN_DIR", f.runs, "Run directory (several with --fit)")->required();
+  cmd->add_option("RUN_DIR", f.runs,
+                  "Run directory (several with --fit), or with --setup one or more vllm bench serve result files")
+      ->required();
+  cmd->add_option("--setup", f.setup,
+                  "The deployment the result files ran on (model, gpu, tp, pp, engine flags; docs/validate.md): the "
+                  "arguments are then vllm bench serve --save-result files");
+  cmd->add_option("--html", f.html, "With --setup: write a self-contained page overlaying measured and simulated "
+                                    "mean TTFT and TPOT against rate or concurrency");
   cmd->add_option("--profile", f.profile,
                   "Kernel-table folder (with dense.csv), or its parent holding tp<N>/ "
                   "(default: <run>/../../../perf/<hw>/<model>/bf16/tp<N>)");
@@ -229,6 +290,10 @@ void RegisterValidateVerb(CLI::App& app, VerbAction& action) {
   cmd->add_flag("--independent-dp-ranks", f.independent_dp_ranks,
                 "Replay the data-parallel ranks of an MoE model as independent replicas rather than in "
                 "lock-step (an ablation: what the lock-step changes)");
+  cmd->add_flag("--warm-prefix-cache", f.warm_prefix_cache,
+                "With --setup: the prompts had been served before each run (runs of the same prompts one after "
+                "another on one server with prefix caching on): send each file's prompts once first, so its "
+                "requests find them cached");
   cmd->add_flag("--json", f.json, "Print the canonical JSON report");
   cmd->add_flag("--quiet", f.quiet, "No progress on stderr during --fit (otherwise: a bar with ETA on a terminal, "
                                     "plain lines in a log)");

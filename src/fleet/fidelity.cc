@@ -78,18 +78,10 @@ Expected<std::optional<int64_t>> MetaCount(const Json& meta, const std::string& 
   return std::optional<int64_t>(v.get<int64_t>());
 }
 
-// "Qwen/Qwen3-30B-A3B-Instruct-2507" -> "qwen3-30b-a3b": the lowercased name after the
-// organisation, shortened at '-' until the catalog knows it.
 Expected<std::string> CatalogModelName(const std::string& hf, const std::string& path) {
-  std::string name = hf.substr(hf.find('/') == std::string::npos ? 0 : hf.find('/') + 1);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const std::string full = name;
-  while (!name.empty()) {
-    if (Catalog::Builtin().Model(name).ok()) return name;
-    const size_t dash = name.rfind('-');
-    if (dash == std::string::npos) break;
-    name.resize(dash);
-  }
+  if (std::optional<std::string> name = CatalogModelForHfName(hf)) return *name;
+  std::string full = hf.substr(hf.find('/') == std::string::npos ? 0 : hf.find('/') + 1);
+  std::transform(full.begin(), full.end(), full.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return MetaError(path, "model", Catalog::Builtin().Model(full).status().message());
 }
 
@@ -491,6 +483,18 @@ Expected<std::string> ProfileFor(const MeasuredRun& run, const std::string& give
 }
 
 }  // namespace
+
+std::optional<std::string> CatalogModelForHfName(std::string_view hf) {
+  std::string name(hf.substr(hf.find('/') == std::string_view::npos ? 0 : hf.find('/') + 1));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  while (!name.empty()) {
+    if (Catalog::Builtin().Model(name).ok()) return name;
+    const size_t dash = name.rfind('-');
+    if (dash == std::string::npos) break;
+    name.resize(dash);
+  }
+  return std::nullopt;
+}
 
 Expected<MeasuredRun> LoadMeasuredRun(const std::string& dir) {
   if (!fs::is_directory(dir)) return MetaError(dir, "", "not a directory (a run directory holds meta.json and requests.jsonl)");

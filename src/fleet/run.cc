@@ -327,11 +327,15 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
   SourceLimits limits;
   limits.requests = opt.requests;
   limits.duration = opt.duration;
-  FP_ASSIGN_OR_RETURN(std::unique_ptr<RequestSource> source, MakeRequestSource(plan.workload, seed, limits));
+  std::unique_ptr<RequestSource> owned_source;
+  if (opt.source == nullptr) {
+    FP_ASSIGN_OR_RETURN(owned_source, MakeRequestSource(plan.workload, seed, limits));
+  }
+  RequestSource* const source = opt.source != nullptr ? opt.source : owned_source.get();
   FP_ASSIGN_OR_RETURN(ReportBuilder builder, ReportBuilder::Create(source->names().classes, plan.slo,
                                                                    /*open_classes=*/false));
 
-  RunSink sink(&builder, source.get());
+  RunSink sink(&builder, source);
   sink.SetOnRecord(&opt.on_record);
   std::vector<std::string> files;
   std::vector<std::string> removed;
@@ -396,14 +400,14 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
 
   // A trace's content digest (the whole file, also past an early stop) is part of the
   // run's identity: report.json `workload.digest` and inputs_digest cover it.
-  if (auto* trace = dynamic_cast<TraceSource*>(source.get())) {
+  if (auto* trace = dynamic_cast<TraceSource*>(source)) {
     FP_ASSIGN_OR_RETURN(std::string trace_digest, trace->FinishDigest());
     (void)trace_digest;  // Describe() reports it
   }
   FP_ASSIGN_OR_RETURN(Report report, std::move(builder).Finish());
   report.notes.insert(report.notes.end(), plan.notes.begin(), plan.notes.end());
   // What the generator adjusted, as `trace gen` reports it: never silent.
-  if (const auto* gen = dynamic_cast<const GeneratorSource*>(source.get())) {
+  if (const auto* gen = dynamic_cast<const GeneratorSource*>(source)) {
     const GeneratorAdjustments& adj = gen->adjustments();
     for (const auto& [path, count] : adj.capped_draws) {
       report.notes.push_back(fmt::format("adjusted: {} draws of {} capped at its max", count, path));

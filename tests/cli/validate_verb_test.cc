@@ -292,5 +292,65 @@ TEST_F(UserRunDir, TensorParallelRunPaysItsAllReducesStagedOnAGeForce) {
             a["metrics"]["e2e"]["predicted_ms"]["mean"].get<double>());
 }
 
+// `validate RESULT.json --setup SETUP.yaml`: vllm bench serve result files.
+class BenchFiles : public UserRunDir {
+ protected:
+  void SetUp() override {
+    UserRunDir::SetUp();
+    Write("setup.yaml",
+          "model: meta-llama/Llama-3.1-8B-Instruct\ngpu: h100-sxm-80g\nengine:\n  max_num_batched_tokens: 2048\n");
+    Write("qps_2.json",
+          R"({"request_rate": 2.0, "burstiness": 1.0, "max_concurrency": null, "completed": 3,
+              "input_lens": [100, 300, 50], "output_lens": [10, 5, 1], "ttfts": [0.05, 0.1, 0.05],
+              "itls": [[0.01, 0.01], [0.02], []], "errors": ["", "", ""]})");
+    Write("qps_inf.json",
+          R"({"request_rate": "inf", "completed": 3, "total_input_tokens": 450, "total_output_tokens": 16,
+              "mean_ttft_ms": 80.0, "mean_tpot_ms": 12.0})");
+  }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+};
+
+TEST_F(BenchFiles, ReportsEveryPointInTheContract) {
+  const std::string html = Path("validate.html");
+  const VerbRun r = Validate({Path("qps_2.json"), Path("qps_inf.json"), "--setup", Path("setup.yaml"), "--json",
+                              "--html", html});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["points"].size(), 2u);
+  for (const Json& p : j["points"]) {
+    for (const char* m : {"ttft", "tpot", "e2e"}) EXPECT_TRUE(p["metrics"][m]["mean_error_pct"].is_number()) << m;
+  }
+  EXPECT_EQ(j["points"][0]["request_rate"], 2.0);
+  EXPECT_EQ(j["points"][1]["request_rate"], "inf");
+  EXPECT_THAT(j["points"][1]["notes"].dump(), HasSubstr("lengths synthesised"));
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(page, HasSubstr("<svg"));
+  EXPECT_THAT(page, HasSubstr("id=\"ttft\""));
+  EXPECT_THAT(page, HasSubstr("id=\"tpot\""));
+  const VerbRun text = Validate({Path("qps_2.json"), "--setup", Path("setup.yaml")});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("rate 2/s"));
+  EXPECT_THAT(text.out, HasSubstr("TPOT mean ms meas/sim"));
+}
+
+TEST_F(BenchFiles, UsageAndInputErrors) {
+  const VerbRun no_setup = Validate({Path("qps_2.json")});
+  EXPECT_EQ(no_setup.code, 2);
+  EXPECT_THAT(no_setup.err, HasSubstr("needs --setup SETUP.yaml"));
+  EXPECT_EQ(Validate({Dir(), "--html", Path("x.html")}).code, 2);
+  EXPECT_EQ(Validate({Dir(), "--warm-prefix-cache"}).code, 2);
+  EXPECT_EQ(Validate({Path("qps_2.json"), "--setup", Path("setup.yaml"), "--fit", Path("c.json")}).code, 2);
+  Write("setup.yaml", "model: llama-3.1-8b\ngpu: h100-sxm-80g\nengine:\n  max_num_batched_tokens: 0\n");
+  const VerbRun bad_setup = Validate({Path("qps_2.json"), "--setup", Path("setup.yaml")});
+  EXPECT_EQ(bad_setup.code, 3);
+  EXPECT_THAT(bad_setup.err, HasSubstr("setup.yaml:4:27: engine.max_num_batched_tokens: expected an integer >= 1"));
+  Write("setup.yaml", "model: llama-3.1-8b\ngpu: h100-sxm-80g\nengine:\n  max_num_batched_tokens: 2048\n");
+  Write("qps_2.json", R"({"request_rate": 2.0, "completed": 3, "ttfts": [0.1]})");
+  const VerbRun bad_file = Validate({Path("qps_2.json"), "--setup", Path("setup.yaml")});
+  EXPECT_EQ(bad_file.code, 3);
+  EXPECT_THAT(bad_file.err, HasSubstr("qps_2.json:1:1: missing required field 'itls'"));
+}
+
 }  // namespace
 }  // namespace fleetplan::cli

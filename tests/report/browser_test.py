@@ -2,8 +2,8 @@
 """report.html in a real browser: Debian's chromium, headless.
 
 For each report (a short Atlas run, the prefill/decode pools scenario of
-tests/scenarios, a capacity run's capacity.html, a sweep's sweep.html and the built-in Atlas
-plan's report.html) it checks that
+tests/scenarios, a capacity run's capacity.html, a sweep's sweep.html, validate's page of
+three small result files and the built-in Atlas plan's report.html) it checks that
   - the page loads with no console message at all (the page has no script, and its
     Content-Security-Policy turns any attempt to load something from elsewhere into a
     console error), first proving on a page that logs an error that such a message is
@@ -71,6 +71,25 @@ search:
 # The plan page's sections (report/plan_page.h), in order, and the built-in bundle's --as-of.
 PLAN_SECTIONS = ["decision", "checks", "inputs", "fleet", "simulation", "gates", "rollout", "sensitivity", "digest"]
 PLAN_AS_OF = "2026-12-01T00:00:00Z"
+
+# The validate page's sections (report/validate_page.h), in order; a setup and three
+# small vllm bench serve result files (two rates, one sent all at once).
+VALIDATE_SECTIONS = ["summary", "points", "ttft", "tpot", "notes"]
+VALIDATE_SETUP = """model: meta-llama/Llama-3.1-8B-Instruct
+gpu: h100-sxm-80g
+engine: {max_num_batched_tokens: 2048, enable_prefix_caching: true}
+"""
+
+
+def validate_result(rate, n=24):
+    """A detailed result file: n requests of growing lengths, made-up times."""
+    return {
+        "request_rate": rate, "burstiness": 1.0, "max_concurrency": None, "completed": n,
+        "input_lens": [100 + 40 * i for i in range(n)], "output_lens": [20 + 5 * i for i in range(n)],
+        "ttfts": [0.03 + 0.001 * i for i in range(n)],
+        "itls": [[0.008] * (19 + 5 * i) for i in range(n)], "errors": [""] * n,
+    }
+
 
 # Colours of the page's stylesheet (report/page.cc).
 HEADER = (0x1D, 0x23, 0x30)
@@ -302,6 +321,20 @@ def main():
     # A short page: the window ends where it does, so every band of the screenshot holds ink.
     check_report(chromium, work, os.path.join(work, "sweep", "sweep.html"), "sweep", ["pareto", "max-rate"],
                  height=1300, sections=SWEEP_SECTIONS)
+    # validate --html: measured and simulated against rate.
+    vdir = os.path.join(work, "validate")
+    os.makedirs(vdir, exist_ok=True)
+    with open(os.path.join(vdir, "setup.yaml"), "w") as f:
+        f.write(VALIDATE_SETUP)
+    results = []
+    for name, rate in (("qps_1.json", 1.0), ("qps_4.json", 4.0), ("qps_inf.json", "inf")):
+        results.append(os.path.join(vdir, name))
+        with open(results[-1], "w") as f:
+            json.dump(validate_result(rate), f)
+    vhtml = os.path.join(vdir, "validate.html")
+    subprocess.run([args.fleetplan, "validate", *results, "--setup", os.path.join(vdir, "setup.yaml"), "--html",
+                    vhtml], check=True, stdout=subprocess.DEVNULL, timeout=300)
+    check_report(chromium, work, vhtml, "validate", ["ttft", "tpot"], height=1300, sections=VALIDATE_SECTIONS)
     # Exit 1 is a verdict (the Atlas plan holds at canary-1): the page is written either way.
     p = subprocess.run([args.fleetplan, "plan", "--as-of", PLAN_AS_OF, "--out", os.path.join(work, "plan"), "--quiet"],
                        stdout=subprocess.DEVNULL, timeout=300)

@@ -82,6 +82,11 @@ struct MeasuredRun {
 // line, a count that disagrees with meta.json num_requests both.
 Expected<MeasuredRun> LoadMeasuredRun(const std::string& dir);
 
+// The catalog model a Hugging Face name maps to: the lowercased name after the
+// organisation, shortened at '-' until the built-in catalog knows it
+// ("Qwen/Qwen3-30B-A3B-Instruct-2507" -> "qwen3-30b-a3b"); nullopt when no prefix is known.
+std::optional<std::string> CatalogModelForHfName(std::string_view hf);
+
 // The default kernel-table folder of a run: <dir>/../../../perf/<hw>/<hf_model>/bf16/tp<tp>.
 std::string DefaultProfileDir(const MeasuredRun& run);
 

@@ -61,6 +61,10 @@ struct RunOptions {
   // Classes and tenants are handles into RunResult::names.
   std::function<void(const RequestRecord&)> on_record;
   std::vector<RunPage> pages;  // written with the run's files (when write_files)
+  // The requests, in place of the plan's workload (which then only names the run): a
+  // caller that replays a given list of requests (validate's benchmark client). Its
+  // classes need no SLO. REQUIRES: outlives the call; a fresh source (nothing taken).
+  RequestSource* source = nullptr;
 };
 
 // One replica at the end of a run.
