@@ -178,6 +178,7 @@ Expected<BenchSetup> ReadSetup(const YamlDocument& doc, const std::string& path,
   // Engine flags, by vLLM's names.
   if (engine["version"].present()) {
     FP_ASSIGN_OR_RETURN(s.engine_version, engine["version"].AsString());
+    r.Set("engine.version", engine["version"]);
   }
   FP_RETURN_IF_ERROR(StatusOf(engine["max_num_batched_tokens"].AsIntAtLeast(1)));  // required: its default varies
   r.Set("engine.scheduler.max_batched_tokens", engine["max_num_batched_tokens"]);
@@ -240,12 +241,12 @@ Expected<BenchSetup> ReadSetup(const YamlDocument& doc, const std::string& path,
     s.notes.push_back("engine.step_model not given: the scenario's default step model for the GPU");
   }
   if (s.engine_version.empty()) {
-    s.notes.push_back("engine.version not given");
+    s.notes.push_back("engine.version not given: the scenario's default version (its host overhead per step)");
   } else {
-    s.notes.push_back(
-        fmt::format("engine.version {}: recorded; the replay applies the setup's flags as written "
-                    "(no default of that version is filled in)",
-                    s.engine_version));
+    s.notes.push_back(fmt::format(
+        "engine.version {}: the scenario's engine.version, which sets the host overhead per step; the setup's "
+        "other flags apply as written (no other default of that version is filled in)",
+        s.engine_version));
   }
 
   FP_ASSIGN_OR_RETURN(const YamlDocument base,
