@@ -207,6 +207,12 @@ std::string DTypeList(const GpuSpec& g) {
   return Join(names, ",");
 }
 
+// The step model a scenario on `g` gets when it names none (docs/step-models.md "Which
+// default each GPU gets"): the measured kernels where tables ship, else the roofline.
+std::string DefaultStepModelOf(const GpuSpec& g) {
+  return g.kernel_tables.empty() ? "roofline" : "measured kernels";
+}
+
 std::string GpuTable(const std::vector<GpuSpec>& gpus) {
   Table t({{"name"},
            {"memory", true},
@@ -216,11 +222,12 @@ std::string GpuTable(const std::vector<GpuSpec>& gpus) {
            {"int8 TOPS", true},
            {"fp4 TFLOPS", true},
            {"link"},
+           {"default step model"},
            {"dtypes"}});
   for (const GpuSpec& g : gpus) {
     t.Add({g.name, FormatBytes(g.memory), Bandwidth(g.memory_bandwidth), Tera(g.bf16_flops),
            Tera(g.fp8_flops), Tera(g.int8_ops), Tera(g.fp4_flops), g.default_intra_link,
-           DTypeList(g)});
+           DefaultStepModelOf(g), DTypeList(g)});
   }
   return t.Render();
 }
@@ -229,10 +236,13 @@ std::string GpuDetail(const GpuSpec& g) {
   return fmt::format(
       "{}: {}\n  source: {}\n  memory: {} ({} bytes)\n  bandwidth: {}\n"
       "  dense TFLOPS: bf16 {}, fp8 {}, int8 {} (TOPS), fp4 {}\n"
-      "  dtypes: {}\n  default intra-node link: {}\n",
+      "  dtypes: {}\n  default intra-node link: {}\n  default step model: {}\n",
       g.name, g.description, g.source, FormatBytes(g.memory), g.memory.count(),
       Bandwidth(g.memory_bandwidth), Tera(g.bf16_flops), Tera(g.fp8_flops), Tera(g.int8_ops),
-      Tera(g.fp4_flops), DTypeList(g), g.default_intra_link);
+      Tera(g.fp4_flops), DTypeList(g), g.default_intra_link,
+      g.kernel_tables.empty() ? std::string("roofline (no kernel tables ship for this GPU)")
+                              : fmt::format("aiconfigurator on the kernel tables that ship with fleetplan ({})",
+                                            g.kernel_tables));
 }
 
 std::string LinkTable(const std::vector<LinkSpec>& links) {

@@ -167,8 +167,6 @@ Expected<EngineVersion> ReadEngineVersion(const YamlNode& node, Scenario& s) {
   return version;
 }
 
-// engine.host_overhead (perf/host_overhead.h): a duration is the per-step term; a mapping
-// states any of per_step, per_sequence and per_prefill_token (each absent one is 0).
 // Step model kinds measured end to end on a running engine: their times already hold the
 // engine's CPU time per step, so no host overhead is added by default.
 bool MeasuresWholeSteps(const YamlNode& step_model) {
@@ -177,6 +175,10 @@ bool MeasuresWholeSteps(const YamlNode& step_model) {
   return kind.ok() && (*kind == "affine" || *kind == "table");
 }
 
+// engine.host_overhead (perf/host_overhead.h): a duration is the per-step term; a mapping
+// states any of per_step, per_sequence and per_prefill_token (each absent one is 0).
+// Absent: the version's default (perf/engine_version.h) for a step model built from
+// kernels, 0 for a measured one.
 Status ReadHostOverhead(const YamlNode& node, const YamlNode& step_model, const EngineVersion& version, Scenario& s) {
   if (!node.present() && MeasuresWholeSteps(step_model)) {
     s.derived.push_back("engine.host_overhead: 0 (a measured step model holds the engine's CPU time; not given)");

@@ -84,7 +84,8 @@ TEST(CatalogVerb, GpusTable) {
   EXPECT_EQ(
       RowOf(r.out, "h100-sxm-80g"),
       "h100-sxm-80g    79.65 GiB   3.35 TB/s        989.5        1979       1979           -  "
-      "nvlink4  bf16,fp16,fp32,fp8,int8,int4");
+      "nvlink4  measured kernels    bf16,fp16,fp32,fp8,int8,int4");
+  EXPECT_THAT(RowOf(r.out, "a100-80g"), HasSubstr("  nvlink3  roofline            bf16"));
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 12);  // header + 11 GPUs
 }
 
@@ -93,6 +94,11 @@ TEST(CatalogVerb, GpuDetailStatesExactBytesAndSource) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("  memory: 191.69 GiB (205822885888 bytes)\n"));
   EXPECT_THAT(r.out, HasSubstr("  source: AMD Instinct MI300X data sheet"));
+  EXPECT_THAT(r.out, HasSubstr("  default step model: roofline (no kernel tables ship for this GPU)\n"));
+  const VerbResult h200 = Catalog({"gpus", "h200-141g"});
+  ASSERT_EQ(h200.code, 0) << h200.err;
+  EXPECT_THAT(h200.out, HasSubstr("  default step model: aiconfigurator on the kernel tables that ship with fleetplan "
+                                  "(builtin:aiconfigurator/h200_sxm)\n"));
 }
 
 TEST(CatalogVerb, LinksTable) {
