@@ -51,8 +51,14 @@ Status Sign(const EvidenceFlags& f, std::ostream& out) {
   if (Status printable = CheckPrintableName(kind); !printable.ok()) {
     return UsageError(fmt::format("--kind: {}", printable.message()));
   }
+  auto header = ReadEvidenceHeader(bytes, f.file);
+  if (!kind.empty() && header.ok() && header->kind != kind) {
+    // A signature vouches for the content as one kind: the header's kind is the file's own word.
+    return UsageError(fmt::format("--kind {} contradicts {}'s header (evidence.kind: {}); leave --kind out to sign it "
+                                  "as {} evidence, or correct the header",
+                                  kind, f.file, header->kind, header->kind));
+  }
   if (kind.empty()) {
-    auto header = ReadEvidenceHeader(bytes, f.file);
     if (!header.ok()) {
       return InvalidInput(fmt::format("{}\nname the evidence kind with --kind, or give the file an `evidence:` header "
                                       "(docs/evidence.md)",

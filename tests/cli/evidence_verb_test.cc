@@ -71,6 +71,18 @@ TEST_F(EvidenceVerb, SignRefusesAKindWithControlCharacters) {
   EXPECT_FALSE(std::filesystem::exists("x.sig"));
 }
 
+// Regression: `sign --kind policy` signed a file whose header says `kind: price` as policy.
+TEST_F(EvidenceVerb, SignRefusesAKindThatContradictsTheHeader) {
+  std::ofstream("price.yaml") << kPrice;
+  ASSERT_EQ(RunFleetplan({"evidence", "keygen", "--out", "signer"}).code, 0);
+  auto sign = RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer", "--kind", "policy", "--out", "x.sig"});
+  EXPECT_EQ(sign.code, 2);
+  EXPECT_EQ(sign.err, "--kind policy contradicts price.yaml's header (evidence.kind: price); leave --kind out to sign "
+                      "it as price evidence, or correct the header\n");
+  EXPECT_FALSE(std::filesystem::exists("x.sig"));
+  EXPECT_EQ(RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer", "--kind", "price"}).code, 0);
+}
+
 TEST_F(EvidenceVerb, CheckJudgesFreshnessAtTheAsOfTime) {
   std::ofstream("price.yaml") << kPrice;
   auto fresh = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-11-15T00:00:00Z"});
