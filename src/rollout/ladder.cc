@@ -1,6 +1,7 @@
 #include "fleetplan/rollout/ladder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -333,6 +334,15 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
       v.reason = fmt::format("{}: {} is simulated evidence{}, and the policy does not accept simulated evidence "
                              "(accept_simulated: false): measure the canary, or set accept_simulated: true",
                              s.name, s.evidence_file, split);
+      return v;
+    }
+    // Simulated evidence stands for one split: another stage's traffic was not what ran.
+    const auto ran = data["split"].present() ? ReadPercent(data["split"], "a split") : Expected<double>(InvalidInput(""));
+    if (!ran.ok() || std::abs(*ran - s.traffic) > 1e-12) {
+      v.reason = fmt::format("{}: {} is simulated evidence{}, but the stage sends {:g}% of the traffic: simulate "
+                             "the stage's own split (fleetplan rollout simulate --split {:g}%)",
+                             s.name, s.evidence_file, ran.ok() ? split : " of no valid split", s.traffic * 100,
+                             s.traffic * 100);
       return v;
     }
     simulated_note = fmt::format(" [simulated evidence{}, accepted: accept_simulated: true]", split);

@@ -130,6 +130,24 @@ TEST_F(RolloutSimulate, ARegressingCandidateHoldsUnlessThePolicyAcceptsSimulated
       << promoted.out;
 }
 
+// Regression: a 1% stage decided (rollback) on simulated evidence of a 10% split.
+TEST_F(RolloutSimulate, SimulatedEvidenceOfAnotherSplitHoldsTheStage) {
+  ASSERT_EQ(Simulate("slow.yaml", "10%", "c10").code, 0);
+  Ladder("ladder.yaml", "c10/canary.yaml");
+  std::string text = testing::FileText("ladder.yaml");
+  text.replace(text.find("max_age:"), 8, "accept_simulated: true\nmax_age:");
+  text.replace(text.find("traffic: 10%"), 12, "traffic: 1%");
+  std::ofstream("ladder.yaml") << text;
+  auto r = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["decision"], "hold");
+  EXPECT_EQ(j["stages"][1]["verdict"], "hold");
+  EXPECT_EQ(j["reasons"][0],
+            "canary-10: c10/canary.yaml is simulated evidence, a 10% split, but the stage sends 1% of the traffic: "
+            "simulate the stage's own split (fleetplan rollout simulate --split 1%)");
+}
+
 TEST_F(RolloutSimulate, BadFlagsAndScenariosThatAreNotOneWindowAreRefused) {
   const auto err = [](const testing::CliRun& r) { return r.err.substr(0, r.err.find('\n')); };
   auto missing = RunFleetplan({"rollout", "simulate", "--baseline", "base.yaml", "--candidate", "slow.yaml"});
