@@ -19,19 +19,19 @@ The functions mirror the CLI's verbs and return what their JSON output holds:
   write_atlas_bundle(folder) -> str      `fleetplan plan --print-bundle FOLDER`
 
 Errors are the CLI's, as exceptions: InputError (exit 3, located: file, line, column,
-field), CheckFailed (1), UsageError (2), InternalError (70).
+field), CheckFailed (1), UsageError (2), InternalError (70), FolderBusy (75).
 """
 
 import json as _json
 import os as _os
 
 from . import _core
-from ._errors import CheckFailed, Error, InputError, InternalError, UsageError
+from ._errors import CheckFailed, Error, FolderBusy, InputError, InternalError, UsageError
 from ._records import RecordColumns
 from ._scenario import Scenario, as_scenario as _as_scenario
 
 __all__ = [
-    "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
+    "CheckFailed", "Error", "FolderBusy", "InputError", "InternalError", "Scenario", "SimulationResult",
     "UsageError", "capacity", "fit", "gate", "layout", "plan", "rollout_compare", "simulate", "sweep",
     "write_atlas_bundle",
 ]
