@@ -249,8 +249,8 @@ Status Simulate(const SimulateFlags& f, std::ostream& out) {
     out << text;
     return Status::Ok();
   }
-  out << fmt::format("simulated canary: a {} split of {} requests (seed {}); both fleets served every request, the "
-                     "split chose whose records each side reports\n",
+  out << fmt::format("simulated canary: a {} split of {} requests (seed {}); both fleets received every request "
+                     "(their records say which were served), the split chose whose records each side reports\n",
                      FormatShare(c.split), c.requests, c.seed);
   for (const char* side : {"candidate", "baseline"}) {
     const Json& s = j[side];

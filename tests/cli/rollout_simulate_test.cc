@@ -60,7 +60,8 @@ class RolloutSimulate : public InScratch {
 TEST_F(RolloutSimulate, WritesPinnedRecordsAndEvidenceTheSameBytesOnEveryRun) {
   auto r = Simulate("slow.yaml", "10%", "c10");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("simulated canary: a 10% split of 6045 requests (seed 11); both fleets served every request"),
+  EXPECT_NE(r.out.find("simulated canary: a 10% split of 6045 requests (seed 11); both fleets received every request "
+                       "(their records say which were served)"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("wrote c10/canary.yaml (canary-metrics evidence, simulated: true)"), std::string::npos) << r.out;
