@@ -1057,21 +1057,21 @@ void Port::OnRequestDone(const RequestOutcome& o) {
       return Forget(o.id);
     }
     case RequestStatus::kRejected: {
-      if (o.reason.starts_with("waiting queue full")) ++metrics_.rejected;
+      // The waiting bound, or with pools a transfer that failed its last attempt
+      // (deployment.disaggregation.on_failure: reject): the reason says which.
+      const bool full = o.reason.starts_with("waiting queue full");
+      if (full) ++metrics_.rejected;
+      ApiError e{503, fmt::format("the request was rejected ({}); retry later", o.reason), "server_error", "",
+                 full ? "queue_full" : "rejected"};
       if (c && !c->closed() && l.stream_begun) {
-        // A delayed arrival (a latency spike) found the queue full after the headers left.
-        c->out() += "data: " + ErrorBody(ApiError{503, "the engine's waiting queue is full; retry later", "server_error", "",
-                                                  "queue_full"}) + "\n\n";
+        // After the headers left (a delayed arrival, a prompt computed on a prefill
+        // replica): the same error as an event.
+        c->out() += "data: " + ErrorBody(e) + "\n\n";
         AppendDone(c->out());
         c->ClearLive();
         c->EndStream();
       } else if (c && !c->closed()) {
         c->ClearLive();
-        // The waiting bound, or with pools a transfer that failed its last attempt
-        // (deployment.disaggregation.on_failure: reject): the reason says which.
-        const bool full = o.reason.starts_with("waiting queue full");
-        ApiError e{503, fmt::format("the request was rejected ({}); retry later", o.reason), "server_error", "",
-                   full ? "queue_full" : "rejected"};
         c->SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
       }
       return Forget(o.id);
