@@ -287,6 +287,20 @@ TEST_F(PlanTest, AnAbsoluteNameInsideTheBundleIsPrintedFromTheBundlesFolder) {
   EXPECT_EQ(plan["decision"]["release"], "pass") << plan["decision"].dump(2);
 }
 
+// Regression: the policy's trusted keys could be read from anywhere on the machine.
+TEST_F(PlanTest, APolicyKeyOutsideTheBundleIsALocatedError) {
+  std::filesystem::create_directories("outside");
+  std::ofstream("outside/k.pub") << "not read\n";
+  Edit("b/policy.yaml", "\nevidence:\n", "\nevidence:\n  trust: {benchmark: [../outside/k.pub]}\n");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_EQ(bundle.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(bundle.status().message().find("policy.yaml:"), std::string::npos) << bundle.status().message();
+  EXPECT_NE(bundle.status().message().find("'../outside/k.pub' is outside the bundle's folder (it leaves the folder)"),
+            std::string::npos)
+      << bundle.status().message();
+}
+
 TEST_F(PlanTest, EvidenceSymlinkedOutOfTheBundleIsALocatedError) {
   std::filesystem::create_directories("outside");
   std::filesystem::rename("b/benchmark.yaml", "outside/benchmark.yaml");
