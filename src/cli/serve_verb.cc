@@ -131,7 +131,7 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
   sub->add_option("--header-timeout", flags->header_timeout,
                   "A started request must arrive whole within this, else 408 (default 10s)");
   sub->add_option("--max-connections", flags->options.max_connections,
-                  "Open connections, all ports; one more gets 503 (default 1000)")
+                  "Open connections, all ports; one more gets 503 (default 10000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub->add_option("--shutdown-grace", flags->shutdown_grace,
                   "On Ctrl-C or SIGTERM, live requests may finish within this; the rest end with an error (default "

@@ -340,7 +340,8 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
       return v;
     }
     // Simulated evidence stands for one split: another stage's traffic was not what ran.
-    const auto ran = data["split"].present() ? ReadPercent(data["split"], "a split") : Expected<double>(InvalidInput(""));
+    const auto ran =
+        data["split"].present() ? ReadPercent(data["split"], "a split") : Expected<double>(InvalidInput(""));
     if (!ran.ok() || std::abs(*ran - s.traffic) > 1e-12) {
       v.reason = fmt::format("{}: {} is simulated evidence{}, but the stage sends {:g}% of the traffic: simulate "
                              "the stage's own split (fleetplan rollout simulate --split {:g}%)",

@@ -294,9 +294,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // One connection over options.max_connections: a 503 and the connection closed.
   void Refuse() {
     keep_alive_ = false;
-    ApiError e{503,
-               fmt::format("the server holds its maximum of {} connections; retry later", shared_.options.max_connections),
-               "server_error", "", "too_many_connections"};
+    const std::string message =
+        fmt::format("the server holds its maximum of {} connections; retry later", shared_.options.max_connections);
+    ApiError e{503, message, "server_error", "", "too_many_connections"};
     SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
   }
 
@@ -1491,7 +1491,7 @@ void Server::Impl::EndShutdown() {
   drain_timer->cancel();
   clock->Stop();
   if (const size_t live = Live(); live > 0) {
-    Log(fmt::format("stopping: {} request(s) still live at the end of the grace end with a 503 'shutdown' error", live));
+    Log(fmt::format("stopping: the grace is over; {} live request(s) end with a 'shutdown' error", live));
     for (auto& p : ports) p->EndLive();
   }
   // The last events and responses get a moment to leave before the connections close.

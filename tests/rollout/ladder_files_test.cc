@@ -153,7 +153,8 @@ TEST_F(LadderFilesTest, MissingPinnedRecordsHoldTheStageLikeMissingEvidence) {
 TEST_F(LadderFilesTest, ScenarioAndTrustedKeyFilesOutsideTheBundleAreLocatedErrors) {
   Write("outside/cand.yaml", "name: x\n");
   const std::string ladder = FileText(Path("b/rollout/ladder.yaml"));
-  Edit("b/rollout/ladder.yaml", "namespace: atlas-fp8-w8a8}", "namespace: atlas-fp8-w8a8, scenario: ../../outside/cand.yaml}");
+  Edit("b/rollout/ladder.yaml", "namespace: atlas-fp8-w8a8}",
+       "namespace: atlas-fp8-w8a8, scenario: ../../outside/cand.yaml}");
   auto scenario = Load();
   ASSERT_FALSE(scenario.ok());
   EXPECT_NE(scenario.status().message().find("ladder.yaml:4:"), std::string::npos) << scenario.status().message();

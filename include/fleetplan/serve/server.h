@@ -64,9 +64,9 @@ struct ServeOptions {
   int64_t idempotency_max_body = 1 << 20;  // responses larger than this are not recorded
   int64_t retry_after_seconds = 1;         // Retry-After of a 503
   int64_t max_loras = 8;                   // adapters loaded at once per replica
-  Duration idle_timeout = Sec(5);          // a connection with no request started is closed after this (vLLM's keep-alive)
+  Duration idle_timeout = Sec(5);          // a connection that starts no request is closed after this (as vLLM)
   Duration header_timeout = Sec(10);       // a started request must be read whole within this, else 408
-  int64_t max_connections = 1000;          // open connections, all ports; one more is answered 503 and closed
+  int64_t max_connections = 10000;         // open connections, all ports; one more is answered 503 and closed
   Duration shutdown_grace = Sec(5);        // on Stop, live requests may finish this long; the rest end with an error
   std::optional<Duration> exit_after;      // wall time after which Run returns by itself
   bool echo = false;                       // answers repeat the prompt's tokens (tokenizer.h, EchoText)
