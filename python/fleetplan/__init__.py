@@ -19,19 +19,19 @@ The functions mirror the CLI's verbs and return what their JSON output holds:
   write_atlas_bundle(folder) -> str      `fleetplan plan --print-bundle FOLDER`
 
 Errors are the CLI's, as exceptions: InputError (exit 3, located: file, line, column,
-field), CheckFailed (1), UsageError (2), InternalError (70).
+field), CheckFailed (1), UsageError (2), InternalError (70), FolderBusy (75).
 """
 
 import json as _json
 import os as _os
 
 from . import _core
-from ._errors import CheckFailed, Error, InputError, InternalError, UsageError
+from ._errors import CheckFailed, Error, FolderBusy, InputError, InternalError, UsageError
 from ._records import RecordColumns
 from ._scenario import Scenario, as_scenario as _as_scenario
 
 __all__ = [
-    "CheckFailed", "Error", "InputError", "InternalError", "Scenario", "SimulationResult",
+    "CheckFailed", "Error", "FolderBusy", "InputError", "InternalError", "Scenario", "SimulationResult",
     "UsageError", "capacity", "fit", "gate", "layout", "plan", "rollout_compare", "simulate", "sweep",
     "write_atlas_bundle",
 ]
@@ -72,10 +72,15 @@ class SimulationResult:
         return "SimulationResult(%s, %d requests)" % (self.scenario.name, len(self._columns))
 
 
-def _count(name, value, minimum):
+def _count(name, value, minimum, maximum=2**63 - 1):
+    # Checked here, as the CLI checks its flags: a value the native call cannot take would
+    # otherwise surface as pybind11's signature dump.
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InputError("%s: expected an integer >= %d, got %r" % (name, minimum, value), 3, field=name,
                          detail="expected an integer >= %d, got %r" % (minimum, value))
+    if value > maximum:
+        raise InputError("%s: expected an integer from %d to %d, got %r" % (name, minimum, maximum, value), 3,
+                         field=name, detail="expected an integer from %d to %d, got %r" % (minimum, maximum, value))
     return value
 
 
@@ -96,7 +101,7 @@ def simulate(scenario, seed=None, requests=None, duration=None):
         # As the CLI: one limit, not two that would race (`--requests` excludes `--duration`).
         raise UsageError("simulate: give requests or duration, not both", code=2)
     if seed is not None:
-        _count("seed", seed, 0)
+        _count("seed", seed, 0, 2**64 - 1)
     if requests is not None:
         _count("requests", requests, 1)
     out = _core.simulate(*s._source(), seed, requests, duration)
@@ -114,7 +119,7 @@ def sweep(spec, jobs=None, out=None):
       or a dict; a relative `base` resolves against the spec file's folder (the working
       folder for text and dicts). Errors in the spec are InputErrors, located."""
     if jobs is not None:
-        _count("jobs", jobs, 1)
+        _count("jobs", jobs, 1, 2**31 - 1)
     if isinstance(spec, dict):
         source = ("text", _core.tree_to_yaml(spec), "<dict>", "")
     elif isinstance(spec, _os.PathLike) or (isinstance(spec, str) and "\n" not in spec):
@@ -189,7 +194,7 @@ def capacity(spec, jobs=None, verify=True, out=None):
     verb also leaves OUT/capacity.json there (else it writes to a scratch folder)."""
     import tempfile
     if jobs is not None:
-        _count("jobs", jobs, 1)
+        _count("jobs", jobs, 1, 2**31 - 1)
     with tempfile.TemporaryDirectory(prefix="fleetplan-capacity-") as scratch:
         args = ["capacity", _text(spec), "--json", "--quiet", "--out", _text(out) if out is not None else scratch]
         if jobs is not None:

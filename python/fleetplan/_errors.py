@@ -55,6 +55,13 @@ class UsageError(Error, TypeError):
     code = 2
 
 
+class FolderBusy(Error):
+    """The output folder is held by another run (exit code 75): retry once it ends, or
+    write elsewhere."""
+
+    code = 75
+
+
 class InternalError(Error):
     """A bug in fleetplan (exit code 70)."""
 

@@ -13,6 +13,7 @@ void RaiseStatus(const Status& status) {
     case StatusCode::kInvalidInput: type = "InputError"; break;
     case StatusCode::kCheckFailed: type = "CheckFailed"; break;
     case StatusCode::kUsage: type = "UsageError"; break;
+    case StatusCode::kBusy: type = "FolderBusy"; break;
     case StatusCode::kOk:
     case StatusCode::kInternal: break;
   }

@@ -83,7 +83,7 @@ py::dict CheckScenario(const ScenarioSource& source) {
 std::optional<Duration> DurationArg(const py::object& v) {
   if (v.is_none()) return std::nullopt;
   if (PyUnicode_Check(v.ptr())) {
-    Expected<Duration> d = ParseDuration(v.cast<std::string>());
+    Expected<Duration> d = ParsePositiveDuration(v.cast<std::string>());
     if (!d.ok()) RaiseStatus(LocatedError(SourceLocation{}, "duration", d.status().message()));
     return *d;
   }
@@ -93,9 +93,9 @@ std::optional<Duration> DurationArg(const py::object& v) {
         "expected a duration with a unit ('2m') or seconds as a number, got " + py::repr(v).cast<std::string>()));
   }
   const double seconds = v.cast<double>();
-  if (!(seconds >= 0) || seconds > 1e9) {
+  if (!(seconds > 0) || seconds > 1e9) {  // as --duration: a run of no time reports on nothing
     RaiseStatus(LocatedError(SourceLocation{}, "duration",
-                             "expected seconds between 0 and 1e9, got " + py::repr(v).cast<std::string>()));
+                             "expected seconds > 0 and at most 1e9, got " + py::repr(v).cast<std::string>()));
   }
   return Duration::FromSecondsRounded(seconds);
 }

@@ -103,6 +103,22 @@ def test_bad_arguments_are_located_input_errors():
     assert isinstance(e.value, ValueError)
 
 
+def test_out_of_range_integers_and_a_zero_duration_say_so():
+    # Regression: pybind11's signature dump for integers the native call cannot take, and
+    # "no records to report on" for a run of no time.
+    atlas = fleetplan.Scenario.atlas()
+    with pytest.raises(fleetplan.InputError) as e:
+        fleetplan.simulate(atlas, seed=2**64)
+    assert str(e.value) == "seed: expected an integer from 0 to 18446744073709551615, got 18446744073709551616"
+    with pytest.raises(fleetplan.InputError) as e:
+        fleetplan.simulate(atlas, requests=10**30)
+    assert e.value.field == "requests" and "from 1 to 9223372036854775807" in str(e.value)
+    for zero in (0, "0s"):
+        with pytest.raises(fleetplan.InputError) as e:
+            fleetplan.simulate(atlas, duration=zero)
+        assert e.value.field == "duration", str(e.value)
+
+
 def test_a_bad_yaml_string_is_located():
     text = fleetplan.Scenario.atlas().yaml.replace("policy: cache-aware", "policy: cache-awar", 1)
     assert text != fleetplan.Scenario.atlas().yaml

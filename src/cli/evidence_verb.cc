@@ -51,8 +51,14 @@ Status Sign(const EvidenceFlags& f, std::ostream& out) {
   if (Status printable = CheckPrintableName(kind); !printable.ok()) {
     return UsageError(fmt::format("--kind: {}", printable.message()));
   }
+  auto header = ReadEvidenceHeader(bytes, f.file);
+  if (!kind.empty() && header.ok() && header->kind != kind) {
+    // A signature vouches for the content as one kind: the header's kind is the file's own word.
+    return UsageError(fmt::format("--kind {} contradicts {}'s header (evidence.kind: {}); leave --kind out to sign it "
+                                  "as {} evidence, or correct the header",
+                                  kind, f.file, header->kind, header->kind));
+  }
   if (kind.empty()) {
-    auto header = ReadEvidenceHeader(bytes, f.file);
     if (!header.ok()) {
       return InvalidInput(fmt::format("{}\nname the evidence kind with --kind, or give the file an `evidence:` header "
                                       "(docs/evidence.md)",
@@ -72,13 +78,14 @@ Status Sign(const EvidenceFlags& f, std::ostream& out) {
 
 Status Verify(const EvidenceFlags& f, std::ostream& out) {
   if (f.pub.empty()) return UsageError("evidence verify: --pub KEY.pub (the trusted public key) is required");
+  auto pem = ReadPublicKeyFile(f.pub);
+  if (!pem.ok()) return UsageError(fmt::format("--pub: {}", pem.status().message()));
   FP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(f.file));
   const std::string sig_path = f.sig.empty() ? f.file + ".sig" : f.sig;
   FP_ASSIGN_OR_RETURN(std::string sig_text, ReadFile(sig_path));
   auto sig = ParseSignatureDocument(sig_text);
   if (!sig.ok()) return InvalidInput(fmt::format("{}: {}", sig_path, sig.status().message()));
-  FP_ASSIGN_OR_RETURN(std::string pem, ReadFile(f.pub));
-  auto check = VerifyEvidence(bytes, *sig, pem);
+  auto check = VerifyEvidence(bytes, *sig, *pem);
   if (!check.ok()) return InvalidInput(fmt::format("{}: {}", sig_path, check.status().message()));
   if (!check->valid) {
     return Status(StatusCode::kCheckFailed, fmt::format("{}: signature NOT valid: {}", f.file, check->reason));

@@ -12,6 +12,7 @@
 #include "fleetplan/decision/atlas_bundle.h"
 #include "fleetplan/decision/bundle.h"
 #include "fleetplan/decision/plan.h"
+#include "fleetplan/evidence/signing.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/report/plan_page.h"
 
@@ -57,7 +58,7 @@ Status RunPlanVerb(const PlanFlags& f, std::ostream& out, std::ostream& err) {
   options.as_of = *as_of;
   options.sensitivity = !f.no_sensitivity;
   if (!f.policy_key.empty()) {
-    auto pem = ReadFile(f.policy_key);
+    auto pem = ReadPublicKeyFile(f.policy_key);
     if (!pem.ok()) return UsageError(fmt::format("--policy-key: {}", pem.status().message()));
     options.policy_key_pem = *pem;
   }

@@ -6,6 +6,7 @@
 // Parses, calls libfleetplan, prints.
 #include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/units_parse.h"
 #include "fleetplan/evidence/evidence.h"
+#include "fleetplan/evidence/signing.h"
 #include "fleetplan/rollout/ladder.h"
 #include "fleetplan/rollout/records_compare.h"
 
@@ -108,11 +110,14 @@ Status Ladder(const RolloutFlags& f, std::ostream& out) {
   if (f.as_of.empty()) return UsageError("rollout: --as-of TIME is required (e.g. 2026-12-01T00:00:00Z): freshness is judged at it");
   auto as_of = ParseUtcTime(f.as_of);
   if (!as_of.ok()) return UsageError("--as-of: " + as_of.status().message());
-  FP_ASSIGN_OR_RETURN(fleetplan::Ladder ladder, LoadLadder(f.ladder));
+  std::optional<std::string> policy_pem;
   if (!f.policy_key.empty()) {
-    FP_ASSIGN_OR_RETURN(std::string pem, ReadFile(f.policy_key));
-    FP_RETURN_IF_ERROR(CheckLadderSignature(ladder, f.ladder + ".sig", pem));
+    auto pem = ReadPublicKeyFile(f.policy_key);
+    if (!pem.ok()) return UsageError(fmt::format("--policy-key: {}", pem.status().message()));
+    policy_pem = std::move(*pem);
   }
+  FP_ASSIGN_OR_RETURN(fleetplan::Ladder ladder, LoadLadder(f.ladder));
+  if (policy_pem) FP_RETURN_IF_ERROR(CheckLadderSignature(ladder, f.ladder + ".sig", *policy_pem));
   FP_ASSIGN_OR_RETURN(Json result, EvaluateLadder(ladder, *as_of));
   if (!f.exercise_dir.empty()) {
     LadderExerciseOptions x;
@@ -244,8 +249,8 @@ Status Simulate(const SimulateFlags& f, std::ostream& out) {
     out << text;
     return Status::Ok();
   }
-  out << fmt::format("simulated canary: a {} split of {} requests (seed {}); both fleets served every request, the "
-                     "split chose whose records each side reports\n",
+  out << fmt::format("simulated canary: a {} split of {} requests (seed {}); both fleets received every request "
+                     "(their records say which were served), the split chose whose records each side reports\n",
                      FormatShare(c.split), c.requests, c.seed);
   for (const char* side : {"candidate", "baseline"}) {
     const Json& s = j[side];

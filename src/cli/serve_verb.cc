@@ -23,6 +23,9 @@ struct ServeFlags {
   int64_t max_waiting = -1;
   std::string slow_client_timeout;
   std::string idempotency_window;
+  std::string idle_timeout;
+  std::string header_timeout;
+  std::string shutdown_grace;
   std::string exit_after;
   std::string ports_file;
 };
@@ -44,6 +47,17 @@ Status RunServe(ServeFlags f, std::ostream& out, std::ostream& err) {
   }
   if (!f.idempotency_window.empty()) {
     FP_ASSIGN_OR_RETURN(f.options.idempotency_window, FlagDuration("--idempotency-window", f.idempotency_window));
+  }
+  if (!f.idle_timeout.empty()) {
+    FP_ASSIGN_OR_RETURN(f.options.idle_timeout, FlagDuration("--idle-timeout", f.idle_timeout));
+  }
+  if (!f.header_timeout.empty()) {
+    FP_ASSIGN_OR_RETURN(f.options.header_timeout, FlagDuration("--header-timeout", f.header_timeout));
+  }
+  if (!f.shutdown_grace.empty()) {
+    auto d = ParseDuration(f.shutdown_grace);
+    if (!d.ok()) return UsageError(fmt::format("--shutdown-grace: {}", d.status().message()));
+    f.options.shutdown_grace = *d;
   }
   if (!f.exit_after.empty()) {
     FP_ASSIGN_OR_RETURN(Duration d, FlagDuration("--exit-after", f.exit_after));
@@ -73,7 +87,8 @@ Status RunServe(ServeFlags f, std::ostream& out, std::ostream& err) {
     }
   }
   (void)out;
-  return server->Run(/*handle_signals=*/true);
+  return server->Run(/*handle_signals=*/true,
+                     [&err](const std::string& line) { err << "fleetplan serve: " << line << "\n" << std::flush; });
 }
 
 }  // namespace
@@ -90,7 +105,9 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
                   "Address to bind: an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost (default 127.0.0.1: loopback only)");
   sub->add_option("--port", flags->options.port, "First replica's port (default 8000; 0: ephemeral ports)");
   sub->add_option("--replicas", flags->replicas, "Replicas to serve (default: the scenario's; mixed pools only: prefill/decode pools keep their counts)")->check(CLI::Range(1, 1024));
-  sub->add_option("--speed", flags->options.speed, "Simulated seconds per wall second (default 1)");
+  sub->add_option("--speed", flags->options.speed,
+                  fmt::format("Simulated seconds per wall second, {:g} to {:g} (default 1)", serve::kMinSpeed,
+                              serve::kMaxSpeed));
   sub->add_option("--served-model-name", flags->options.served_model_name, "Model name clients use (default: the scenario's model)");
   sub->add_option("--max-waiting", flags->max_waiting, "Waiting-queue bound per replica (0: unbounded; default: the scenario's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
@@ -109,6 +126,16 @@ void RegisterServeVerb(CLI::App& app, VerbAction& action) {
       ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--echo", flags->options.echo,
                "Echo mode: answers repeat the prompt's tokens (chat: the last message's) instead of filler words");
+  sub->add_option("--idle-timeout", flags->idle_timeout,
+                  "Close a connection that starts no request within this (default 5s, as vLLM's keep-alive)");
+  sub->add_option("--header-timeout", flags->header_timeout,
+                  "A started request must arrive whole within this, else 408 (default 10s)");
+  sub->add_option("--max-connections", flags->options.max_connections,
+                  "Open connections, all ports; one more gets 503 (default 10000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub->add_option("--shutdown-grace", flags->shutdown_grace,
+                  "On Ctrl-C or SIGTERM, live requests may finish within this; the rest end with an error (default "
+                  "5s; a second signal stops at once)");
   sub->add_option("--exit-after", flags->exit_after, "Stop by itself after this wall time (tests, benchmarks)");
   sub->add_option("--ports-file", flags->ports_file, "Write the bound ports, one per line, once listening");
   sub->footer(

@@ -28,7 +28,16 @@ Expected<std::string> ResolveInside(const std::string& root, const std::string& 
   std::error_code ec;
   const fs::path top = fs::weakly_canonical(fs::absolute(root.empty() ? fs::path(".") : fs::path(root), ec), ec);
   const fs::path real = fs::weakly_canonical(fs::absolute(joined, ec), ec);
-  if (!ec && Within(top, real)) return joined.string();
+  if (!ec && Within(top, real)) {
+    // An absolute name inside the folder is named from `root`, as a relative one is: the
+    // machine's path never reaches what a plan prints.
+    if (!fs::path(name).is_absolute()) return joined.string();
+    const fs::path base = root.empty() ? fs::path(".") : fs::path(root);
+    const fs::path rel =
+        fs::absolute(joined, ec).lexically_normal().lexically_relative(fs::absolute(base, ec).lexically_normal());
+    if (ec || rel.empty() || *rel.begin() == "..") return joined.string();  // inside only through a link
+    return (base / rel).lexically_normal().string();
+  }
   // The wording: a name that climbs out before any link is followed "leaves the folder".
   const fs::path rel = joined.lexically_normal().lexically_relative(
       (root.empty() ? fs::path(".") : fs::path(root)).lexically_normal());

@@ -49,7 +49,7 @@ Expected<std::unique_ptr<OutputFolder>> OutputFolder::Lock(const std::string& di
     const int err = errno;
     ::close(fd);
     if (err == EWOULDBLOCK) {
-      return InvalidInput(fmt::format("cannot write to '{}': another fleetplan run is writing there (it holds {}); "
+      return Busy(fmt::format("cannot write to '{}': another fleetplan run is writing there (it holds {}); "
                                       "wait for it to finish or pick another --out",
                                       dir, lock));
     }

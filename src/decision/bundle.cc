@@ -25,6 +25,9 @@ Expected<BoundFile> Bind(const YamlNode& value, const std::string& dir, std::str
   auto path = ResolveInside(dir, dir, f.name);
   if (!path.ok()) return value.Error(path.status().message());
   f.path = std::move(*path);
+  if (std::filesystem::path(f.name).is_absolute()) {  // named from the bundle's folder, as printed
+    f.name = std::filesystem::path(f.path).lexically_relative(dir.empty() ? "." : dir).generic_string();
+  }
   auto bytes = ReadFile(f.path);
   if (!bytes.ok()) return value.Error(bytes.status().message());
   f.bytes = std::move(*bytes);
@@ -106,7 +109,9 @@ Expected<PlanBundle> LoadPlanBundle(const std::string& path) {
   const std::string stem = std::filesystem::path(path).stem().string();
   FP_ASSIGN_OR_RETURN(b.name, root["name"].StringOr(stem.empty() ? "plan" : stem));
   FP_ASSIGN_OR_RETURN(b.policy_file, Bind(root["policy"], b.dir, "policy"));
-  FP_ASSIGN_OR_RETURN(b.policy, ReadPolicy(b.policy_file.document, std::filesystem::path(b.policy_file.path).parent_path().string()));
+  FP_ASSIGN_OR_RETURN(b.policy, ReadPolicy(b.policy_file.document,
+                                            std::filesystem::path(b.policy_file.path).parent_path().string(),
+                                            b.dir.empty() ? "." : b.dir));
   FP_RETURN_IF_ERROR(ReadDeployment(root["deployment"], b.dir, b));
   FP_RETURN_IF_ERROR(root["evidence"].RequirePresent());
   FP_ASSIGN_OR_RETURN(std::vector<YamlNode> items, root["evidence"].Items());

@@ -31,7 +31,7 @@ Status ReadControls(const YamlNode& node, PolicyControls& out) {
   return Status::Ok();
 }
 
-Status ReadEvidenceRules(const YamlNode& node, const std::string& dir, Policy& p) {
+Status ReadEvidenceRules(const YamlNode& node, const std::string& dir, const std::string& bundle_root, Policy& p) {
   p.required_kinds = kDefaultRequiredKinds;
   if (!node.present() || node.IsNull()) return Status::Ok();
   FP_RETURN_IF_ERROR(node.CheckKeys({"required", "max_age", "trust"}));
@@ -39,7 +39,7 @@ Status ReadEvidenceRules(const YamlNode& node, const std::string& dir, Policy& p
     FP_ASSIGN_OR_RETURN(p.required_kinds, node["required"].AsStringList());
   }
   FP_RETURN_IF_ERROR(ReadMaxAges(node["max_age"], p.trust));
-  FP_RETURN_IF_ERROR(ReadTrustedKeys(node["trust"], dir, p.trust));
+  FP_RETURN_IF_ERROR(ReadTrustedKeys(node["trust"], dir, p.trust, bundle_root));
   return Status::Ok();
 }
 
@@ -71,7 +71,8 @@ Status ReadSensitivity(const YamlNode& node, Policy& p) {
 
 }  // namespace
 
-Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::string& dir) {
+Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::string& dir,
+                            const std::string& bundle_root) {
   Policy p;
   p.document = doc;
   p.file = doc->display_name();
@@ -101,7 +102,7 @@ Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::
       FP_ASSIGN_OR_RETURN(p.simulation_duration, sim["duration"].AsPositiveDuration());
     }
   }
-  FP_RETURN_IF_ERROR(ReadEvidenceRules(root["evidence"], dir, p));
+  FP_RETURN_IF_ERROR(ReadEvidenceRules(root["evidence"], dir, bundle_root, p));
   FP_RETURN_IF_ERROR(ReadGates(root["gates"], p));
   FP_RETURN_IF_ERROR(ReadSensitivity(root["sensitivity"], p));
   return p;

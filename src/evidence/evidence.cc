@@ -97,11 +97,15 @@ Expected<EvidenceHeader> ReadEvidenceHeader(std::string_view bytes, const std::s
   if (h.kind.empty()) return e["kind"].Error("expected an evidence kind (a word such as benchmark)");
   if (Status printable = CheckPrintableName(h.kind); !printable.ok()) return e["kind"].Error(printable.message());
   FP_ASSIGN_OR_RETURN(h.revision, e["revision"].StringOr(h.content_digest));
-  if (const auto pinned = PinnedDigest(h.revision);
-      pinned && (pinned->size() != 71 || pinned->find_first_not_of("0123456789abcdef", 7) != std::string::npos)) {
+  if (const auto pinned = PinnedDigest(h.revision); !pinned) {
+    return e["revision"].Error(fmt::format("a named revision must end in the digest it pins, such as "
+                                           "'{}@sha256:<64 hex digits>', got '{}'; without a revision, the revision "
+                                           "is the content digest",
+                                           h.revision, h.revision));
+  } else if (pinned->size() != 71 || pinned->find_first_not_of("0123456789abcdef", 7) != std::string::npos) {
     return e["revision"].Error(fmt::format("expected a revision that pins sha256:<64 lowercase hex digits>, got '{}'",
                                            h.revision));
-  } else if (pinned && *pinned != h.content_digest) {
+  } else if (*pinned != h.content_digest) {
     return e["revision"].Error(fmt::format("revision pins {} but the file's content is {}", *pinned, h.content_digest));
   }
   FP_RETURN_IF_ERROR(e["observed_at"].RequirePresent());

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/core/digest.h"
+#include "fleetplan/core/json.h"
 #include "fleetplan/core/json_keys.h"
 #include "fleetplan/core/limits.h"
 
@@ -175,6 +176,19 @@ Status WriteKeyPair(const KeyPair& pair, const std::string& path) {
     return public_written;
   }
   return Status::Ok();
+}
+
+Expected<std::string> ReadPublicKeyFile(const std::string& path) {
+  FP_ASSIGN_OR_RETURN(std::string pem, ReadFile(path));
+  if (auto id = KeyIdOfPublicPem(pem); !id.ok()) {
+    if (pem.find("PRIVATE KEY") != std::string::npos) {
+      return InvalidInput(fmt::format("{} is a private key; give the public one ({}.pub, from `fleetplan evidence "
+                                      "keygen`)",
+                                      path, path));
+    }
+    return InvalidInput(fmt::format("{}: {}", path, id.status().message()));
+  }
+  return pem;
 }
 
 Expected<std::string> KeyIdOfPublicPem(std::string_view public_pem) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetplan/core/contained_path.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/evidence/signing.h"
 
@@ -32,7 +33,7 @@ bool EvidenceTrust::Trusts(std::string_view key_id) const {
   return false;
 }
 
-Status ReadTrustedKeys(const YamlNode& node, const std::string& dir, EvidenceTrust& out) {
+Status ReadTrustedKeys(const YamlNode& node, const std::string& dir, EvidenceTrust& out, const std::string& root) {
   if (!node.present() || node.IsNull()) return Status::Ok();
   FP_ASSIGN_OR_RETURN(auto entries, node.Entries());
   for (const auto& [kind, value] : entries) {
@@ -40,6 +41,10 @@ Status ReadTrustedKeys(const YamlNode& node, const std::string& dir, EvidenceTru
     if (files.empty()) return value.Error("expected at least one public key file");
     std::vector<TrustedKey> list;
     for (const std::string& f : files) {
+      if (!root.empty()) {
+        auto inside = ResolveInside(root, dir, f);
+        if (!inside.ok()) return value.Error(inside.status().message());
+      }
       const std::string path =
           std::filesystem::path(f).is_absolute() || dir.empty() ? f : (std::filesystem::path(dir) / f).string();
       auto pem = ReadFile(path);

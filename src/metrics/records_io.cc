@@ -13,6 +13,7 @@
 #include "core/utf8.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
+#include "metrics/line_reader.h"
 #include "metrics/records_common.h"
 #include "metrics/records_readers.h"
 
@@ -70,17 +71,32 @@ Expected<std::string> DetectRecordFormat(const std::string& path) {
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) return InvalidInput(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::string head(kDetectBytes, '\0');
-  head.resize(std::fread(head.data(), 1, head.size(), file.get()));
   constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
-  std::string_view text = head;
-  if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
-  const std::vector<std::string> keys = metrics_detail::LeadingKeys(text);
-  for (const FormatMarkers& m : kMarkers) {
-    for (const std::string& key : keys) {
-      for (std::string_view marker : m.keys) {
-        if (!marker.empty() && key == marker) return std::string(m.format);
+  std::string head;
+  std::string_view text;
+  std::vector<std::string> keys;
+  // The start of the file; while no marker shows and the first line goes on past what was
+  // read, more of it, up to a records line's limit (a record may carry a long field, a
+  // tenant or a prompt, before its marker keys).
+  for (size_t want = kDetectBytes;; want = std::min(want * 8, metrics_detail::LineReader::kMaxLineBytes + 1)) {
+    const size_t had = head.size();
+    head.resize(want);
+    head.resize(had + std::fread(head.data() + had, 1, want - had, file.get()));
+    text = head;
+    if (text.substr(0, kUtf8Bom.size()) == kUtf8Bom) text.remove_prefix(kUtf8Bom.size());
+    keys = metrics_detail::LeadingKeys(text);
+    for (const FormatMarkers& m : kMarkers) {
+      for (const std::string& key : keys) {
+        for (std::string_view marker : m.keys) {
+          if (!marker.empty() && key == marker) return std::string(m.format);
+        }
       }
+    }
+    if (head.size() < want || text.find('\n') != std::string_view::npos) break;  // the first line is whole
+    if (const size_t bad = utf8::FindInvalid(text); bad != std::string_view::npos && bad + 4 < text.size()) break;
+    if (head.size() > metrics_detail::LineReader::kMaxLineBytes) {
+      return InvalidInput(fmt::format("{}:1: line is longer than {} MiB; is this a records file? (docs/limits.md)",
+                                      path, metrics_detail::LineReader::kMaxLineBytes >> 20));
     }
   }
   // Text that is not UTF-8 is the real error, not the format (a sequence cut at the end of

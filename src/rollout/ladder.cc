@@ -1,6 +1,7 @@
 #include "fleetplan/rollout/ladder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -174,6 +175,7 @@ Status ReadStages(const YamlNode& node, const std::string& dir, Ladder& l) {
       if (!l.root.empty()) {
         auto inside = ResolveInside(l.root, dir, file);
         if (!inside.ok()) return item["evidence"].Error(inside.status().message());
+        s.evidence_file = *inside;  // an absolute name, named from the bundle's folder
       }
       s.evidence_kind = std::string(s.metrics.empty() ? kWarmup : kCanary);
     } else if (!s.metrics.empty()) {
@@ -224,11 +226,12 @@ Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir
   for (const char* key : {"file", "digest"}) FP_RETURN_IF_ERROR(node[key].RequirePresent());
   FP_ASSIGN_OR_RETURN(std::string file, node["file"].AsString());
   FP_ASSIGN_OR_RETURN(std::string digest, node["digest"].AsString());
-  const std::string path =
+  std::string path =
       std::filesystem::path(file).is_absolute() || dir.empty() ? file : (std::filesystem::path(dir) / file).string();
   if (!root.empty()) {
     auto inside = ResolveInside(root, dir, file);
     if (!inside.ok()) return node["file"].Error(inside.status().message());
+    path = *inside;
   }
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
@@ -238,7 +241,8 @@ Expected<std::string> PinnedRecords(const YamlNode& node, const std::string& dir
   auto bytes = ReadFile(path);
   if (!bytes.ok()) return node["file"].Error(bytes.status().message());
   if (DigestOf(*bytes) != digest && hold.empty()) {
-    hold = fmt::format("{} is {}, but the evidence pins {}: the records changed after they were recorded", file,
+    hold = fmt::format("{} is {}, but the evidence pins {}: the records changed after they were recorded",
+                       std::filesystem::path(file).is_absolute() ? path : file,
                        DigestOf(*bytes), digest);
   }
   return path;
@@ -335,6 +339,16 @@ Expected<StageVerdict> JudgeStage(const Ladder& l, const LadderStage& s, UtcTime
                              s.name, s.evidence_file, split);
       return v;
     }
+    // Simulated evidence stands for one split: another stage's traffic was not what ran.
+    const auto ran =
+        data["split"].present() ? ReadPercent(data["split"], "a split") : Expected<double>(InvalidInput(""));
+    if (!ran.ok() || std::abs(*ran - s.traffic) > 1e-12) {
+      v.reason = fmt::format("{}: {} is simulated evidence{}, but the stage sends {:g}% of the traffic: simulate "
+                             "the stage's own split (fleetplan rollout simulate --split {:g}%)",
+                             s.name, s.evidence_file, ran.ok() ? split : " of no valid split", s.traffic * 100,
+                             s.traffic * 100);
+      return v;
+    }
     simulated_note = fmt::format(" [simulated evidence{}, accepted: accept_simulated: true]", split);
   }
   const std::string dir = std::filesystem::path(s.evidence_file).parent_path().string();
@@ -413,6 +427,13 @@ Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name,
   };
   FP_ASSIGN_OR_RETURN(std::string candidate_scenario, root["candidate"]["scenario"].StringOr(""));
   FP_ASSIGN_OR_RETURN(std::string baseline_scenario, root["baseline"]["scenario"].StringOr(""));
+  for (const char* key : {"candidate", "baseline"}) {
+    const YamlNode named = root[key]["scenario"];
+    if (l.root.empty() || !named.present()) continue;
+    FP_ASSIGN_OR_RETURN(std::string file, named.AsString());
+    auto inside = ResolveInside(l.root, dir, file);
+    if (!inside.ok()) return named.Error(inside.status().message());
+  }
   l.candidate_scenario = resolve(candidate_scenario);
   l.baseline_scenario = resolve(baseline_scenario);
   l.candidate_where = root["candidate"];
@@ -421,7 +442,7 @@ Expected<Ladder> LoadLadderText(std::string_view text, std::string display_name,
   FP_ASSIGN_OR_RETURN(l.candidate_namespace, root["candidate"]["namespace"].StringOr(l.candidate_revision));
   FP_ASSIGN_OR_RETURN(l.baseline_revision, root["baseline"]["revision"].AsString());
   FP_RETURN_IF_ERROR(ReadMaxAges(root["max_age"], l.trust));
-  FP_RETURN_IF_ERROR(ReadTrustedKeys(root["trust"], dir, l.trust));
+  FP_RETURN_IF_ERROR(ReadTrustedKeys(root["trust"], dir, l.trust, l.root));
   FP_RETURN_IF_ERROR(ReadStages(root["stages"], dir, l));
   return l;
 }
@@ -432,9 +453,9 @@ Status CheckLadderSignature(const Ladder& l, const std::string& signature_path, 
     return Status(StatusCode::kCheckFailed, fmt::format("the ladder is policy and must be signed: {} ({})", signature_path,
                                                         sig_text.status().message()));
   }
-  const Json sig = Json::parse(*sig_text, nullptr, false);
-  if (sig.is_discarded()) return InvalidInput(fmt::format("{}: not JSON (a signature from `fleetplan evidence sign`?)", signature_path));
-  FP_ASSIGN_OR_RETURN(SignatureCheck check, VerifyEvidence(l.text, sig, policy_key_pem));
+  const Expected<Json> sig = ParseSignatureDocument(*sig_text);
+  if (!sig.ok()) return InvalidInput(fmt::format("{}: {}", signature_path, sig.status().message()));
+  FP_ASSIGN_OR_RETURN(SignatureCheck check, VerifyEvidence(l.text, *sig, policy_key_pem));
   if (!check.valid) return Status(StatusCode::kCheckFailed, fmt::format("the ladder's signature is not valid: {}", check.reason));
   if (check.kind != "policy") {
     return Status(StatusCode::kCheckFailed,

@@ -37,8 +37,15 @@ constexpr size_t kHeaderLimit = 16 << 10;        // request line + headers, as u
 constexpr size_t kWatchReadBytes = 4096;         // a disconnect watch reads at most this much ahead
 constexpr size_t kMaxReadAhead = 64 << 10;       // pipelined bytes kept while a request is live
 constexpr auto kSweepPeriod = std::chrono::milliseconds(100);  // slow-client and retention checks
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);  // an accept that failed (EMFILE) waits, never spins
+constexpr auto kDrainPoll = std::chrono::milliseconds(10);      // how often a shutdown looks for live requests
+constexpr auto kFinalFlush = std::chrono::milliseconds(200);    // a shutdown's last events get this long to leave
 
 constexpr size_t kMaxRequestIdBytes = 128;       // X-Request-Id: it becomes the response id
+// A pump handles at most this many event times, then yields the I/O thread (sockets,
+// timers, signals) and continues: a clock far behind the wall catches up in slices.
+constexpr int kMaxEventTimesPerPump = 1000;
+constexpr double kMaxClockNs = 4e18;  // about 127 years: below int64's range on either clock
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -132,6 +139,9 @@ struct Metrics {
 };
 
 struct Shared {
+  // Before `io`: a connection destroyed with io's pending handlers still counts itself out.
+  int64_t connections = 0;  // open, all ports (options.max_connections)
+  bool draining = false;    // Stop was called: no new requests; live ones may finish
   net::io_context io{1};
   ServeOptions options;
   std::string model;
@@ -208,6 +218,11 @@ class Port {
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   void Start();
   void Stop();
+  // A shutdown: Drain stops accepting; EndLive ends what is still live (a stream with an
+  // error event and [DONE], a waiting request with 503).
+  void Drain();
+  void EndLive();
+  size_t live_count() const { return live_.size(); }
 
   // HTTP handlers (the connection sends what they return or starts a stream).
   void Complete(const std::shared_ptr<Connection>& c, Endpoint e, const http::request<http::string_body>& req);
@@ -245,6 +260,7 @@ class Port {
   EngineClock& clock_;
   int32_t index_;  // the replica's id in the clock's fleet
   tcp::acceptor acceptor_;
+  net::steady_timer accept_timer_;  // the backoff after a failed accept
   net::steady_timer sweep_timer_;
   int64_t block_tokens_ = 16;
   int64_t kv_blocks_ = 0;
@@ -266,9 +282,23 @@ class Port {
 // chunked event stream, and watches for the client going away while a request is live.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Port& rep, Shared& shared, tcp::socket sock) : rep_(rep), shared_(shared), sock_(std::move(sock)) {}
+  Connection(Port& rep, Shared& shared, tcp::socket sock)
+      : rep_(rep), shared_(shared), sock_(std::move(sock)), deadline_(shared.io) {
+    ++shared_.connections;
+  }
+  ~Connection() { --shared_.connections; }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   void Start() { ReadRequest(); }
+  // One connection over options.max_connections: a 503 and the connection closed.
+  void Refuse() {
+    keep_alive_ = false;
+    const std::string message =
+        fmt::format("the server holds its maximum of {} connections; retry later", shared_.options.max_connections);
+    ApiError e{503, message, "server_error", "", "too_many_connections"};
+    SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
+  }
 
   // A whole response; the connection reads the next request after it (keep-alive).
   void SendFull(http::status status, std::string content_type, std::string body,
@@ -316,6 +346,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close() {
     if (closed_) return;
     closed_ = true;
+    deadline_.cancel();
     beast::error_code ec;
     sock_.shutdown(tcp::socket::shutdown_both, ec);
     sock_.close(ec);
@@ -323,20 +354,59 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed() const { return closed_; }
 
  private:
+  // The next request: a connection that starts none within the idle timeout is closed;
+  // one that starts one must deliver it whole within the header timeout (else 408).
   void ReadRequest() {
     if (closed_) return;
+    if (shared_.draining) return Close();  // a shutdown takes no new request
+    if (buf_.size() > 0) return ReadWhole();  // pipelined bytes are a started request
+    awaiting_ = true;
+    ArmDeadline(shared_.options.idle_timeout);
+    sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      self->awaiting_ = false;
+      self->deadline_.cancel();
+      if (self->closed_) return;
+      if (ec) return self->Close();
+      self->ReadWhole();
+    });
+  }
+
+  void ReadWhole() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(shared_.options.max_body_bytes));
     reading_ = true;
+    ArmDeadline(shared_.options.header_timeout);
     http::async_read(sock_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       self->reading_ = false;
+      self->deadline_.cancel();
       self->OnRead(ec);
+    });
+  }
+
+  // Past `d` the pending wait or read is cancelled; OnRead answers a late request 408.
+  void ArmDeadline(Duration d) {
+    deadline_.expires_after(std::chrono::nanoseconds(d.ns()));
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_) return;
+      if (self->awaiting_) return self->Close();  // idle: nothing to answer
+      if (!self->reading_) return;                // the read completed first
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->sock_.cancel(ignored);
     });
   }
 
   void OnRead(beast::error_code ec) {
     if (closed_) return;
+    if (timed_out_) {
+      timed_out_ = false;
+      keep_alive_ = false;
+      ApiError e{408, fmt::format("the request did not arrive whole within {} s (--header-timeout)",
+                                  shared_.options.header_timeout.seconds())};
+      e.code = "request_timeout";
+      return SendError(e);
+    }
     if (ec == http::error::body_limit) {
       keep_alive_ = false;
       ApiError e{413, fmt::format("the request body is larger than {} bytes", shared_.options.max_body_bytes)};
@@ -490,6 +560,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Port& rep_;
   Shared& shared_;
   tcp::socket sock_;
+  net::steady_timer deadline_;  // the idle or header timeout while a request is awaited
+  bool awaiting_ = false;       // waiting for a request's first byte
+  bool timed_out_ = false;      // the header timeout cancelled the read
   beast::flat_buffer buf_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::unique_ptr<http::response<http::string_body>> full_;
@@ -521,14 +594,15 @@ Status EngineClock::Init(const FleetSetup& setup) {
   return sim_->Start(nullptr);
 }
 
+// Both conversions saturate at kMaxClockNs rather than overflow int64.
 SimTime EngineClock::SimOf(Clock::time_point t) const {
   const double ns = static_cast<double>((t - origin_).count()) * shared_.options.speed;
-  return SimTime::FromNanos(static_cast<int64_t>(ns));
+  return SimTime::FromNanos(static_cast<int64_t>(std::min(ns, kMaxClockNs)));
 }
 
 Clock::time_point EngineClock::WallOf(SimTime t) const {
   const double ns = std::ceil(static_cast<double>(t.ns()) / shared_.options.speed);
-  return origin_ + std::chrono::nanoseconds(static_cast<int64_t>(ns));
+  return origin_ + std::chrono::nanoseconds(static_cast<int64_t>(std::min(ns, kMaxClockNs)));
 }
 
 AdapterId EngineClock::AdapterIdOf(const std::string& name) {
@@ -552,7 +626,22 @@ void EngineClock::Pump(std::optional<SimTime> limit) {
   SimTime t = std::max(SimOf(now), sim_->now());
   if (auto next = sim_->next_event(); next && WallOf(*next) <= now) t = std::max(t, *next);
   if (limit) t = std::max(*limit, sim_->now());
-  Status s = sim_->RunUntil(t);
+  // Event time by event time, a bounded slice per call: the rest is posted behind what
+  // the I/O thread already has to do (a /health, a signal, --exit-after).
+  Status s = Status::Ok();
+  bool more = false;
+  for (int handled = 0; s.ok(); ++handled) {
+    const std::optional<SimTime> next = sim_->next_event();
+    if (!next || *next > t) {
+      s = sim_->RunUntil(t);
+      break;
+    }
+    if (handled == kMaxEventTimesPerPump) {
+      more = true;
+      break;
+    }
+    s = sim_->RunUntil(*next);
+  }
   in_pump_ = false;
   if (!s.ok()) {
     shared_.failure = InternalError(s.message());
@@ -560,7 +649,11 @@ void EngineClock::Pump(std::optional<SimTime> limit) {
     return;
   }
   for (Port* p : ports_) p->AfterPump(now);
-  ArmTimer();
+  if (more) {
+    net::post(shared_.io, [this] { Pump(); });
+  } else {
+    ArmTimer();
+  }
 }
 
 void EngineClock::ArmTimer() {
@@ -607,7 +700,8 @@ void EngineClock::OnTransfer(const TransferEvent& e) { ports_[static_cast<size_t
 // Port
 
 Port::Port(Shared& shared, EngineClock& clock, int32_t replica, const ReplicaSetup& setup)
-    : shared_(shared), clock_(clock), index_(replica), acceptor_(shared.io), sweep_timer_(shared.io),
+    : shared_(shared), clock_(clock), index_(replica), acceptor_(shared.io), accept_timer_(shared.io),
+      sweep_timer_(shared.io),
       metrics_(shared.max_model_len), fault_rng_(shared.faults.seed, fmt::format("replica-{}", replica)) {
   block_tokens_ = setup.engine.block_tokens;
   kv_blocks_ = setup.engine.kv_blocks;
@@ -636,6 +730,7 @@ void Port::Stop() {
   stopped_ = true;
   beast::error_code ec;
   acceptor_.close(ec);
+  accept_timer_.cancel();
   sweep_timer_.cancel();
   for (auto& [id, l] : live_) {
     if (auto c = l->conn.lock()) c->Close();
@@ -644,14 +739,53 @@ void Port::Stop() {
 
 void Port::Accept() {
   acceptor_.async_accept([this](beast::error_code ec, tcp::socket sock) {
-    if (stopped_) return;
-    if (!ec) {
-      beast::error_code ignored;
-      sock.set_option(tcp::no_delay(true), ignored);
-      std::make_shared<Connection>(*this, shared_, std::move(sock))->Start();
+    if (stopped_ || shared_.draining) return;
+    if (ec) {
+      // Out of descriptors (EMFILE) or another failure: the pending connection stays in
+      // the backlog; accepting again at once would spin on the same error.
+      accept_timer_.expires_after(kAcceptBackoff);
+      accept_timer_.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
+    beast::error_code ignored;
+    sock.set_option(tcp::no_delay(true), ignored);
+    const bool over = shared_.connections >= shared_.options.max_connections;
+    auto c = std::make_shared<Connection>(*this, shared_, std::move(sock));
+    if (over) {
+      c->Refuse();
+    } else {
+      c->Start();
     }
     Accept();
   });
+}
+
+void Port::Drain() {
+  beast::error_code ec;
+  acceptor_.close(ec);
+  accept_timer_.cancel();
+}
+
+void Port::EndLive() {
+  const ApiError e{503, "the server is shutting down; retry on another replica", "server_error", "", "shutdown"};
+  std::vector<RequestId> ids;
+  for (const auto& [id, l] : live_) ids.push_back(id);
+  for (const RequestId id : ids) {
+    Live& l = *live_.at(id);
+    auto c = l.conn.lock();
+    if (c && !c->closed() && l.stream_begun) {
+      c->out() += "data: " + ErrorBody(e) + "\n\n";
+      AppendDone(c->out());
+      c->ClearLive();
+      c->EndStream();
+    } else if (c && !c->closed()) {
+      c->ClearLive();
+      c->SendError(e);
+    }
+    Forget(id);
+  }
 }
 
 // Queue time: until an engine first holds the request as running (checked at each pump
@@ -784,6 +918,10 @@ std::optional<ApiError> Port::PlanOutput(const ApiRequest& req, Live& l, std::sp
 void Port::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
                        const http::request<http::string_body>& http_req) {
   const Clock::time_point arrival = Clock::now();
+  if (shared_.draining) {
+    return c->SendError(ApiError{503, "the server is shutting down; retry on another replica", "server_error", "",
+                                 "shutdown"});
+  }
   ParseResult parsed = ParseApiRequest(endpoint, http_req.body());
   if (!parsed.request) return c->SendError(parsed.error);
   const ApiRequest& req = *parsed.request;
@@ -880,6 +1018,10 @@ void Port::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
   Request r;
   r.id = l->id;
   r.adapter = *adapter;
+  // The fleet first catches up with the wall clock: an idle fleet's clock stands at its
+  // last event, and a request submitted far ahead of it would have the fleet replay the
+  // whole gap (its periodic telemetry refreshes) before the request's first step.
+  Pump();
   r.arrival = std::max(clock_.SimOf(arrival), clock_.now()) + spike;
   r.pinned_replica = index_;
   r.prompt = PromptLayout(ids, block_tokens_);
@@ -1057,21 +1199,21 @@ void Port::OnRequestDone(const RequestOutcome& o) {
       return Forget(o.id);
     }
     case RequestStatus::kRejected: {
-      if (o.reason.starts_with("waiting queue full")) ++metrics_.rejected;
+      // The waiting bound, or with pools a transfer that failed its last attempt
+      // (deployment.disaggregation.on_failure: reject): the reason says which.
+      const bool full = o.reason.starts_with("waiting queue full");
+      if (full) ++metrics_.rejected;
+      ApiError e{503, fmt::format("the request was rejected ({}); retry later", o.reason), "server_error", "",
+                 full ? "queue_full" : "rejected"};
       if (c && !c->closed() && l.stream_begun) {
-        // A delayed arrival (a latency spike) found the queue full after the headers left.
-        c->out() += "data: " + ErrorBody(ApiError{503, "the engine's waiting queue is full; retry later", "server_error", "",
-                                                  "queue_full"}) + "\n\n";
+        // After the headers left (a delayed arrival, a prompt computed on a prefill
+        // replica): the same error as an event.
+        c->out() += "data: " + ErrorBody(e) + "\n\n";
         AppendDone(c->out());
         c->ClearLive();
         c->EndStream();
       } else if (c && !c->closed()) {
         c->ClearLive();
-        // The waiting bound, or with pools a transfer that failed its last attempt
-        // (deployment.disaggregation.on_failure: reject): the reason says which.
-        const bool full = o.reason.starts_with("waiting queue full");
-        ApiError e{503, fmt::format("the request was rejected ({}); retry later", o.reason), "server_error", "",
-                   full ? "queue_full" : "rejected"};
         c->SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
       }
       return Forget(o.id);
@@ -1302,7 +1444,63 @@ struct Server::Impl {
   std::vector<std::unique_ptr<Port>> ports;
   std::vector<uint16_t> numbers;
   std::vector<PoolRole> roles;
+  // The shutdown (Server::Stop): drain, then end what is left, then stop.
+  std::function<void(const std::string&)> log;
+  std::unique_ptr<net::steady_timer> drain_timer;
+  Clock::time_point drain_deadline;
+  bool ending = false;
+
+  size_t Live() const {
+    size_t n = 0;
+    for (const auto& p : ports) n += p->live_count();
+    return n;
+  }
+  void Log(const std::string& line) const {
+    if (log) log(line);
+  }
+  void BeginShutdown();
+  void WaitForDrain();
+  void EndShutdown();
 };
+
+void Server::Impl::BeginShutdown() {
+  if (shared.draining) return EndShutdown();  // a second Stop: no more grace
+  shared.draining = true;
+  for (auto& p : ports) p->Drain();
+  const size_t live = Live();
+  if (live > 0) {
+    Log(fmt::format("stopping: {} live request(s) may finish within {} s (--shutdown-grace; again to stop now)", live,
+                    shared.options.shutdown_grace.seconds()));
+  }
+  drain_deadline = Clock::now() + std::chrono::nanoseconds(shared.options.shutdown_grace.ns());
+  WaitForDrain();
+}
+
+void Server::Impl::WaitForDrain() {
+  if (ending) return;
+  if (Live() == 0 || Clock::now() >= drain_deadline) return EndShutdown();
+  drain_timer->expires_after(kDrainPoll);
+  drain_timer->async_wait([this](beast::error_code ec) {
+    if (!ec) WaitForDrain();
+  });
+}
+
+void Server::Impl::EndShutdown() {
+  if (ending) return;
+  ending = true;
+  drain_timer->cancel();
+  clock->Stop();
+  if (const size_t live = Live(); live > 0) {
+    Log(fmt::format("stopping: the grace is over; {} live request(s) end with a 'shutdown' error", live));
+    for (auto& p : ports) p->EndLive();
+  }
+  // The last events and responses get a moment to leave before the connections close.
+  drain_timer->expires_after(kFinalFlush);
+  drain_timer->async_wait([this](beast::error_code) {
+    for (auto& p : ports) p->Stop();
+    shared.io.stop();
+  });
+}
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() = default;
@@ -1340,8 +1538,17 @@ Expected<FleetSetup> ServedSetup(const FleetPlan& plan, const ServeOptions& opti
 }  // namespace
 
 Expected<std::unique_ptr<Server>> Server::Create(const FleetPlan& plan, const ServeOptions& options) {
-  if (!(options.speed > 0) || !std::isfinite(options.speed)) return UsageError("--speed: expected a number > 0");
+  if (!(options.speed >= kMinSpeed && options.speed <= kMaxSpeed)) {
+    return UsageError(fmt::format("--speed: expected between {:g} and {:g} simulated seconds per wall second, got {:g}",
+                                  kMinSpeed, kMaxSpeed, options.speed));
+  }
   if (options.port < 0 || options.port > 65535) return UsageError("--port: expected 0..65535");
+  if (options.max_connections < 1) return UsageError("--max-connections: expected at least 1");
+  for (const auto& [flag, d] : {std::pair{"--idle-timeout", options.idle_timeout},
+                                std::pair{"--header-timeout", options.header_timeout}}) {
+    if (d < Ms(1)) return UsageError(fmt::format("{}: expected at least 1ms", flag));
+  }
+  if (options.shutdown_grace < Duration()) return UsageError("--shutdown-grace: expected a duration >= 0");
   FP_ASSIGN_OR_RETURN(FleetSetup setup, ServedSetup(plan, options));
   const auto n = static_cast<int64_t>(setup.replicas.size());
   if (options.port != 0 && options.port + n - 1 > 65535) return UsageError("--port: the replicas' ports run past 65535");
@@ -1379,17 +1586,23 @@ Expected<std::unique_ptr<Server>> Server::Create(const FleetPlan& plan, const Se
 std::vector<uint16_t> Server::ports() const { return impl_->numbers; }
 std::vector<PoolRole> Server::roles() const { return impl_->roles; }
 
-Status Server::Run(bool handle_signals) {
+Status Server::Run(bool handle_signals, std::function<void(const std::string&)> log) {
   Shared& sh = impl_->shared;
+  impl_->log = std::move(log);
+  impl_->drain_timer = std::make_unique<net::steady_timer>(sh.io);
   impl_->clock->Start();
   for (auto& p : impl_->ports) p->Start();
   net::signal_set signals(sh.io);
+  // Each signal is a Stop: the first drains, a second ends the grace at once.
+  std::function<void(beast::error_code, int)> on_signal = [&](beast::error_code ec, int) {
+    if (ec) return;
+    Stop();
+    signals.async_wait(on_signal);
+  };
   if (handle_signals) {
     signals.add(SIGINT);
     signals.add(SIGTERM);
-    signals.async_wait([this](beast::error_code ec, int) {
-      if (!ec) Stop();
-    });
+    signals.async_wait(on_signal);
   }
   net::steady_timer deadline(sh.io);
   if (sh.options.exit_after) {
@@ -1403,11 +1616,7 @@ Status Server::Run(bool handle_signals) {
 }
 
 void Server::Stop() {
-  net::post(impl_->shared.io, [this] {
-    impl_->clock->Stop();
-    for (auto& p : impl_->ports) p->Stop();
-    impl_->shared.io.stop();
-  });
+  net::post(impl_->shared.io, [this] { impl_->BeginShutdown(); });
 }
 
 std::string ReplicaUrl(std::string_view host, uint16_t port) {

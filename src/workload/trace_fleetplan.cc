@@ -2,6 +2,7 @@
 // through FlatJsonLine; writing formats canonical JSON directly (sorted keys, no
 // spaces), byte-identical to CanonicalJson of the same record, without building a DOM.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <iterator>
 #include <filesystem>
@@ -329,6 +330,12 @@ TraceWriter::~TraceWriter() {
   }
 }
 
+// Why a stream write failed: errno as the failing call left it (the streams set no
+// error of their own), or a plain "write failed" when it left none.
+namespace {
+std::string WriteError(int err) { return err != 0 ? std::generic_category().message(err) : "write failed"; }
+}  // namespace
+
 // The output follows core/output_file.h: "-" is stdout, a new or regular file is replaced
 // atomically (header + body assembled next to it, then renamed), anything else (FIFO,
 // device, a symlink's non-regular target) is written through. The body is buffered in a
@@ -344,15 +351,17 @@ Expected<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   } else {
     body_path = ScratchPathFor("trace-body");
   }
+  errno = 0;
   auto body = std::make_unique<std::ofstream>(body_path, std::ios::binary | std::ios::trunc);
-  if (!*body) return InvalidInput(fmt::format("{}: cannot write the trace here (missing directory or no permission)", path));
+  if (!*body) return InvalidInput(fmt::format("{}: cannot write the trace here: {}", path, WriteError(errno)));
   return std::unique_ptr<TraceWriter>(new TraceWriter(path, body_path, std::move(body)));
 }
 
 Status TraceWriter::Flush() {
+  errno = 0;
   body_->write(scratch_->buffer.data(), static_cast<std::streamsize>(scratch_->buffer.size()));
   scratch_->buffer.clear();
-  if (!*body_) return InvalidInput(fmt::format("{}: write failed (disk full?)", body_path_));
+  if (!*body_) return InvalidInput(fmt::format("{}: cannot write: {}", body_path_, WriteError(errno)));
   return Status::Ok();
 }
 
@@ -381,6 +390,7 @@ Expected<std::string> TraceWriter::Finish(const WorkloadNames& names, const Json
   Sha256Stream digest;
   {
     std::ofstream file;
+    errno = 0;
     if (target.kind != OutputTarget::Kind::kStdout) {
       file.open(replace ? temp_path : target.path, std::ios::binary | std::ios::trunc);
     }
@@ -391,7 +401,7 @@ Expected<std::string> TraceWriter::Finish(const WorkloadNames& names, const Json
       if (replace) std::filesystem::remove(temp_path, ec);
       return InvalidInput(std::move(message));
     };
-    if (!out || !body) return fail(fmt::format("{}: cannot write the trace file here", path_));
+    if (!out || !body) return fail(fmt::format("{}: cannot write the trace file here: {}", path_, WriteError(errno)));
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     digest.Update(header);
     std::vector<char> chunk(kCopyBytes);
@@ -404,11 +414,13 @@ Expected<std::string> TraceWriter::Finish(const WorkloadNames& names, const Json
     }
     out.flush();
     bool ok = static_cast<bool>(out);
+    int err = errno;
     if (file.is_open()) {
       file.close();
       ok = ok && !file.fail();
+      if (err == 0) err = errno;
     }
-    if (!ok) return fail(fmt::format("{}: write failed (disk full?)", path_));
+    if (!ok) return fail(fmt::format("{}: cannot write: {}", path_, WriteError(err)));
   }
   if (replace) {
     std::filesystem::rename(temp_path, target.path, ec);

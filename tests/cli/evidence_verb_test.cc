@@ -71,6 +71,40 @@ TEST_F(EvidenceVerb, SignRefusesAKindWithControlCharacters) {
   EXPECT_FALSE(std::filesystem::exists("x.sig"));
 }
 
+// Regression: `sign --kind policy` signed a file whose header says `kind: price` as policy.
+TEST_F(EvidenceVerb, SignRefusesAKindThatContradictsTheHeader) {
+  std::ofstream("price.yaml") << kPrice;
+  ASSERT_EQ(RunFleetplan({"evidence", "keygen", "--out", "signer"}).code, 0);
+  auto sign = RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer", "--kind", "policy", "--out", "x.sig"});
+  EXPECT_EQ(sign.code, 2);
+  EXPECT_EQ(sign.err, "--kind policy contradicts price.yaml's header (evidence.kind: price); leave --kind out to sign "
+                      "it as price evidence, or correct the header\n");
+  EXPECT_FALSE(std::filesystem::exists("x.sig"));
+  EXPECT_EQ(RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer", "--kind", "price"}).code, 0);
+}
+
+// Regression: a private key given as --pub was blamed on the signature file, and a
+// --policy-key that is not a public key was found only after the plan ran (or after the
+// ladder's signature file was looked for).
+TEST_F(EvidenceVerb, AKeyFlagThatIsNotAPublicKeyIsAUsageErrorNamingTheKey) {
+  std::ofstream("price.yaml") << kPrice;
+  ASSERT_EQ(RunFleetplan({"evidence", "keygen", "--out", "signer"}).code, 0);
+  ASSERT_EQ(RunFleetplan({"evidence", "sign", "price.yaml", "--key", "signer"}).code, 0);
+  auto priv = RunFleetplan({"evidence", "verify", "price.yaml", "--pub", "signer"});
+  EXPECT_EQ(priv.code, 2);
+  EXPECT_EQ(priv.err, "--pub: signer is a private key; give the public one (signer.pub, from `fleetplan evidence "
+                      "keygen`)\n");
+  std::ofstream("garbage.pub") << "not a key\n";
+  auto garbage = RunFleetplan({"rollout", "nowhere.yaml", "--as-of", "2026-12-01T00:00:00Z", "--policy-key",
+                               "garbage.pub"});
+  EXPECT_EQ(garbage.code, 2);
+  EXPECT_EQ(garbage.err, "--policy-key: garbage.pub: expected a PEM Ed25519 public key (openssl pkey -pubout)\n");
+  auto plan = RunFleetplan({"plan", "nowhere/plan.yaml", "--as-of", "2026-12-01T00:00:00Z", "--policy-key",
+                            "garbage.pub"});
+  EXPECT_EQ(plan.code, 2);
+  EXPECT_EQ(plan.err, "--policy-key: garbage.pub: expected a PEM Ed25519 public key (openssl pkey -pubout)\n");
+}
+
 TEST_F(EvidenceVerb, CheckJudgesFreshnessAtTheAsOfTime) {
   std::ofstream("price.yaml") << kPrice;
   auto fresh = RunFleetplan({"evidence", "check", "price.yaml", "--as-of", "2026-11-15T00:00:00Z"});

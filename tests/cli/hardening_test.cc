@@ -414,7 +414,7 @@ TEST_F(Hardening, S1_TraceOutputsFollowTheSameRule) {
   if (fs::exists("/dev/full")) {
     r = Fleetplan({"trace", "convert", trace, "-o", "/dev/full"});
     EXPECT_EQ(r.code, 3);
-    EXPECT_THAT(r.err, HasSubstr("/dev/full: write failed"));
+    EXPECT_THAT(r.err, HasSubstr("/dev/full: cannot write: No space left on device"));
     EXPECT_EQ(fs::status("/dev/full").type(), fs::file_type::character);
   }
   // "-" writes the trace to stdout and the summary to stderr.

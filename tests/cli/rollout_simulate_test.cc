@@ -60,7 +60,8 @@ class RolloutSimulate : public InScratch {
 TEST_F(RolloutSimulate, WritesPinnedRecordsAndEvidenceTheSameBytesOnEveryRun) {
   auto r = Simulate("slow.yaml", "10%", "c10");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("simulated canary: a 10% split of 6045 requests (seed 11); both fleets served every request"),
+  EXPECT_NE(r.out.find("simulated canary: a 10% split of 6045 requests (seed 11); both fleets received every request "
+                       "(their records say which were served)"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("wrote c10/canary.yaml (canary-metrics evidence, simulated: true)"), std::string::npos) << r.out;
@@ -128,6 +129,24 @@ TEST_F(RolloutSimulate, ARegressingCandidateHoldsUnlessThePolicyAcceptsSimulated
   EXPECT_NE(promoted.out.find("pass (simulated) canary-10: every metric passes per class and pooled [simulated"),
             std::string::npos)
       << promoted.out;
+}
+
+// Regression: a 1% stage decided (rollback) on simulated evidence of a 10% split.
+TEST_F(RolloutSimulate, SimulatedEvidenceOfAnotherSplitHoldsTheStage) {
+  ASSERT_EQ(Simulate("slow.yaml", "10%", "c10").code, 0);
+  Ladder("ladder.yaml", "c10/canary.yaml");
+  std::string text = testing::FileText("ladder.yaml");
+  text.replace(text.find("max_age:"), 8, "accept_simulated: true\nmax_age:");
+  text.replace(text.find("traffic: 10%"), 12, "traffic: 1%");
+  std::ofstream("ladder.yaml") << text;
+  auto r = RunFleetplan({"rollout", "ladder.yaml", "--as-of", kAsOf, "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["decision"], "hold");
+  EXPECT_EQ(j["stages"][1]["verdict"], "hold");
+  EXPECT_EQ(j["reasons"][0],
+            "canary-10: c10/canary.yaml is simulated evidence, a 10% split, but the stage sends 1% of the traffic: "
+            "simulate the stage's own split (fleetplan rollout simulate --split 1%)");
 }
 
 TEST_F(RolloutSimulate, BadFlagsAndScenariosThatAreNotOneWindowAreRefused) {

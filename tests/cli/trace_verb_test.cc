@@ -101,6 +101,22 @@ TEST_F(TraceVerbTest, GenIsDeterministicAndStatsReadsItBack) {
   EXPECT_NE(other_seed.out.find("wrote "), std::string::npos);
 }
 
+// Regression: write failures said "disk full?" or "cannot write the trace file here"
+// without the system's reason.
+TEST_F(TraceVerbTest, AWriteFailureNamesTheSystemsReason) {
+  const std::string scenario = Write("s.yaml", kScenario);
+  std::filesystem::create_symlink(Path("loopB"), Path("loopA"));
+  std::filesystem::create_symlink(Path("loopA"), Path("loopB"));
+  const CliRun loop = Fleetplan({"trace", "gen", scenario, "-o", Path("loopA"), "--requests", "5"});
+  EXPECT_EQ(loop.code, 3);
+  EXPECT_NE(loop.err.find("Too many levels of symbolic links"), std::string::npos) << loop.err;
+  if (std::filesystem::exists("/dev/full")) {
+    const CliRun full = Fleetplan({"trace", "gen", scenario, "-o", "/dev/full", "--requests", "5"});
+    EXPECT_EQ(full.code, 3);
+    EXPECT_NE(full.err.find("/dev/full: cannot write: No space left on device"), std::string::npos) << full.err;
+  }
+}
+
 TEST_F(TraceVerbTest, RequestsFlagReplacesTheScenarioDuration) {
   const std::string scenario = Write("s.yaml", kScenario);
   const CliRun r = Fleetplan({"trace", "gen", scenario, "-o", Path("t.jsonl"), "--requests", "5000", "--json"});

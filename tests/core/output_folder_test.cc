@@ -32,8 +32,9 @@ TEST_F(OutputFolderTest, SecondRunOnALockedFolderIsBusy) {
   ASSERT_TRUE(first.ok()) << first.status().message();
   auto second = OutputFolder::Lock(dir_.string());
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), StatusCode::kInvalidInput);
-  EXPECT_EQ(second.status().exit_code(), 3);
+  // Not an input error: the same command succeeds once the first run ends.
+  EXPECT_EQ(second.status().code(), StatusCode::kBusy);
+  EXPECT_EQ(second.status().exit_code(), 75);
   EXPECT_EQ(second.status().message(),
             "cannot write to '" + dir_.string() + "': another fleetplan run is writing there (it holds " +
                 dir_.string() + "/.fleetplan.lock); wait for it to finish or pick another --out");

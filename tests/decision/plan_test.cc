@@ -271,6 +271,36 @@ TEST_F(PlanTest, EvidenceOutsideTheBundleFolderIsALocatedError) {
   }
 }
 
+// Regression: an absolute path to a file inside the bundle landed in plan.json (with the
+// bundle's folder cut out of its middle).
+TEST_F(PlanTest, AnAbsoluteNameInsideTheBundleIsPrintedFromTheBundlesFolder) {
+  const std::string absolute = std::filesystem::absolute("b").string();
+  Edit("b/plan.yaml", "  - benchmark.yaml ", "  - " + absolute + "/benchmark.yaml ");
+  Edit("b/rollout/ladder.yaml", "evidence: canary-1.yaml", "evidence: " + absolute + "/rollout/canary-1.yaml");
+  const Json plan = Plan();
+  const std::string text = plan.dump();
+  EXPECT_EQ(text.find(std::filesystem::current_path().string()), std::string::npos) << text;
+  std::set<std::string> names;
+  for (const Json& i : plan["inputs"]) names.insert(i["name"].get<std::string>());
+  EXPECT_TRUE(names.contains("benchmark.yaml")) << plan["inputs"].dump(2);
+  EXPECT_TRUE(names.contains("rollout/canary-1.yaml")) << plan["inputs"].dump(2);
+  EXPECT_EQ(plan["decision"]["release"], "pass") << plan["decision"].dump(2);
+}
+
+// Regression: the policy's trusted keys could be read from anywhere on the machine.
+TEST_F(PlanTest, APolicyKeyOutsideTheBundleIsALocatedError) {
+  std::filesystem::create_directories("outside");
+  std::ofstream("outside/k.pub") << "not read\n";
+  Edit("b/policy.yaml", "\nevidence:\n", "\nevidence:\n  trust: {benchmark: [../outside/k.pub]}\n");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_FALSE(bundle.ok());
+  EXPECT_EQ(bundle.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(bundle.status().message().find("policy.yaml:"), std::string::npos) << bundle.status().message();
+  EXPECT_NE(bundle.status().message().find("'../outside/k.pub' is outside the bundle's folder (it leaves the folder)"),
+            std::string::npos)
+      << bundle.status().message();
+}
+
 TEST_F(PlanTest, EvidenceSymlinkedOutOfTheBundleIsALocatedError) {
   std::filesystem::create_directories("outside");
   std::filesystem::rename("b/benchmark.yaml", "outside/benchmark.yaml");

@@ -91,6 +91,16 @@ TEST(EvidenceHeader, APinnedRevisionMustBeTheContentAndTimesAreLocated) {
             "p.yaml:1:11: evidence: missing required field 'observed_at'");
 }
 
+// Regression: a named revision that pins no digest was accepted and printed as the revision.
+TEST(EvidenceHeader, ANamedRevisionWithoutADigestIsALocatedError) {
+  std::string named(kBench);
+  named.insert(named.find("  observed_at"), "  revision: 'bench-2026-11'\n");
+  EXPECT_EQ(FirstLine(ReadEvidenceHeader(named, "bench.yaml").status()),
+            "bench.yaml:3:13: evidence.revision: a named revision must end in the digest it pins, such as "
+            "'bench-2026-11@sha256:<64 hex digits>', got 'bench-2026-11'; without a revision, the revision is the "
+            "content digest");
+}
+
 TEST(EvidenceFreshness, JudgedAtTheAsOfTimeByTheEarlierOfExpiryAndMaximumAge) {
   auto h = ReadEvidenceHeader(kBench, "bench.yaml");
   ASSERT_TRUE(h.ok());

@@ -69,7 +69,7 @@ TEST_F(RunOutputTest, SecondRunOnTheSameOutIsRefusedWhileTheFirstHoldsIt) {
   ASSERT_TRUE(held.ok());
   auto second = Run(2);
   ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(second.status().code(), StatusCode::kBusy);
   EXPECT_NE(second.status().message().find("another fleetplan run is writing there"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(Path("out/requests.jsonl")));
 }

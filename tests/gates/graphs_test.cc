@@ -1,7 +1,13 @@
 // The graphs gate: per-batch eager and graph step times, the distribution's figures, the
 // bucket proposal under a memory budget, and holds on missing evidence.
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -75,6 +81,59 @@ TEST(GraphsGate, TheProposalFillsFrequentCostlyGapsWithinTheBudget) {
   const Json one = ToJson(Gate(Spec("150MiB")));
   EXPECT_EQ(one["proposed_buckets"], Json::parse("[3]"));
   EXPECT_EQ(one["proposed"]["fallback_rate"], 0.2);
+}
+
+// The greedy proposal as first written: every trial set evaluated whole (cubic).
+std::vector<int64_t> ReferenceProposal(const GraphsSpec& spec) {
+  std::vector<int64_t> candidates;
+  for (const auto& [b, share] : spec.batches) {
+    if (spec.gpu_ms.At(b) && spec.graph_memory_bytes.At(b)) candidates.push_back(b);
+  }
+  std::vector<int64_t> chosen;
+  double best = EvaluateBuckets(spec, chosen).expected_step_ms;
+  while (true) {
+    std::optional<int64_t> pick;
+    double pick_ms = best;
+    for (int64_t c : candidates) {
+      if (std::binary_search(chosen.begin(), chosen.end(), c)) continue;
+      std::vector<int64_t> trial = chosen;
+      trial.insert(std::lower_bound(trial.begin(), trial.end(), c), c);
+      const GraphsEvaluation e = EvaluateBuckets(spec, trial);
+      if (e.graph_memory_bytes > spec.memory_budget.count() || !e.uncovered.empty()) continue;
+      if (e.expected_step_ms < pick_ms - 1e-12) {
+        pick_ms = e.expected_step_ms;
+        pick = c;
+      }
+    }
+    if (!pick) break;
+    chosen.insert(std::lower_bound(chosen.begin(), chosen.end(), *pick), *pick);
+    best = pick_ms;
+  }
+  return chosen;
+}
+
+// Regression: the proposal evaluated every trial set whole, so a 1,000-size histogram
+// took 15 s. It is the same greedy, incremental.
+TEST(GraphsGate, TheProposalIsTheGreedyOneAndLinearInTheBucketsItPicks) {
+  const std::string kGpu = "gpu: {1: 6ms, 4: 6.6ms, 8: 7ms, 32: 9ms}";
+  std::string batches = "{";
+  for (int b = 1; b <= 40; ++b) batches += fmt::format("{}{}: {}", b == 1 ? "" : ", ", b * 3, (b * 7919) % 13 + 1);
+  batches += "}";
+  for (const char* budget : {"150MiB", "350MiB", "1GiB", "10GiB"}) {
+    std::string text = Spec(budget, batches);
+    text.replace(text.find(kGpu), kGpu.size(), "gpu: {1: 6ms, 4: 6.6ms, 8: 7ms, 32: 9ms, 64: 12ms, 128: 20ms}");
+    const Expected<GraphsSpec> spec = Read(text);
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    EXPECT_EQ(ProposeBuckets(*spec), ReferenceProposal(*spec)) << budget;
+  }
+  std::string large = Spec("100GiB", "{1-1000: 1}");
+  large.replace(large.find(kGpu), kGpu.size(), "gpu: {1: 6ms, 1000: 40ms}");
+  const Expected<GraphsSpec> spec = Read(large);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int64_t> proposed = ProposeBuckets(*spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(proposed.size(), 1000u);  // unlimited memory: every size its own bucket
 }
 
 TEST(GraphsGate, OverTheMemoryBudgetFailsWithTheProposalAsNearestPassing) {

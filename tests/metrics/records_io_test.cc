@@ -462,6 +462,18 @@ TEST(RecordFormats, UndetectableFormatListsTheChoices) {
             "--format (valid: fleetplan, llmservingsim, vllm-bench)");
 }
 
+// Regression: a valid record whose first line ran past the 64 KiB read for detection (a
+// long tenant before its marker keys) could not be told apart.
+TEST(RecordFormats, ALongFirstRecordIsReadWholeForDetectionUpToTheLineLimit) {
+  const std::string line = "{\"id\": \"r1\", \"class\": \"chat\", \"tenant\": \"" + std::string(200 << 10, 't') +
+                           "\", \"arrival_s\": 0}\n";
+  EXPECT_EQ(*DetectRecordFormat(WriteTemp("long.jsonl", line)), "fleetplan");
+  const std::string path = WriteTemp("huge.jsonl", "{\"tenant\": \"" + std::string(17 << 20, 't') + "\"}\n");
+  Expected<std::string> huge = DetectRecordFormat(path);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message(), path + ":1: line is longer than 16 MiB; is this a records file? (docs/limits.md)");
+}
+
 TEST(RecordFormats, UnknownFormatNameSuggestsTheNearest) {
   auto reader = MakeRecordReader("vllm_bench");
   ASSERT_FALSE(reader.ok());

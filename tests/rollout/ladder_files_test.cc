@@ -2,13 +2,16 @@
 // a stage does with pinned records that are missing or are not records. Regression tests
 // for stage evidence and canary records that escaped a plan bundle (`../`, absolute
 // paths, symbolic links), for a non-records file aborting the plan with its first line
-// printed, and for a missing records file exiting 3 where a missing evidence file holds.
+// printed, for a missing records file exiting 3 where a missing evidence file holds, for
+// scenario and trusted-key files that escaped, and for a ladder signature with a key given
+// twice.
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "fleetplan/evidence/evidence.h"
+#include "fleetplan/evidence/signing.h"
 #include "fleetplan/core/digest.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/rollout/ladder.h"
@@ -145,6 +148,49 @@ TEST_F(LadderFilesTest, MissingPinnedRecordsHoldTheStageLikeMissingEvidence) {
     EXPECT_EQ(reason, "canary-1: no records: " + Path("b/rollout/records/canary-1-candidate.jsonl") +
                           " does not exist");
   }
+}
+
+TEST_F(LadderFilesTest, ScenarioAndTrustedKeyFilesOutsideTheBundleAreLocatedErrors) {
+  Write("outside/cand.yaml", "name: x\n");
+  const std::string ladder = FileText(Path("b/rollout/ladder.yaml"));
+  Edit("b/rollout/ladder.yaml", "namespace: atlas-fp8-w8a8}",
+       "namespace: atlas-fp8-w8a8, scenario: ../../outside/cand.yaml}");
+  auto scenario = Load();
+  ASSERT_FALSE(scenario.ok());
+  EXPECT_NE(scenario.status().message().find("ladder.yaml:4:"), std::string::npos) << scenario.status().message();
+  EXPECT_NE(scenario.status().message().find("'../../outside/cand.yaml' is outside the bundle's folder (it leaves the "
+                                             "folder)"),
+            std::string::npos)
+      << scenario.status().message();
+  EXPECT_TRUE(Load(/*in_bundle=*/false).ok());
+
+  auto key = GenerateEd25519Key();
+  ASSERT_TRUE(key.ok());
+  Write("outside/k.pub", key->public_pem);
+  Write("b/rollout/ladder.yaml", ladder + "trust: {canary-metrics: [" + Path("outside/k.pub") + "]}\n");
+  auto trust = Load();
+  ASSERT_FALSE(trust.ok());
+  EXPECT_NE(trust.status().message().find("is outside the bundle's folder (an absolute path)"), std::string::npos)
+      << trust.status().message();
+  EXPECT_TRUE(Load(/*in_bundle=*/false).ok());
+}
+
+TEST_F(LadderFilesTest, ALadderSignatureWithAKeyGivenTwiceIsRefused) {
+  auto key = GenerateEd25519Key();
+  ASSERT_TRUE(key.ok());
+  auto l = Load();
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  auto sig = SignEvidence(l->text, "policy", key->private_pem);
+  ASSERT_TRUE(sig.ok());
+  auto text = CanonicalJson(*sig);
+  ASSERT_TRUE(text.ok());
+  Write("good.sig", *text + "\n");
+  EXPECT_TRUE(CheckLadderSignature(*l, Path("good.sig"), key->public_pem).ok());
+  // The first "kind" is read by nobody: the last one, "policy", verifies.
+  Write("twice.sig", "{\"kind\":\"benchmark\"," + text->substr(1) + "\n");
+  const Status twice = CheckLadderSignature(*l, Path("twice.sig"), key->public_pem);
+  EXPECT_EQ(twice.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(twice.message(), Path("twice.sig") + ": 'kind' is given twice; a signature document names each field once");
 }
 
 }  // namespace

@@ -149,6 +149,24 @@ TEST(ServePools, ATransferThatFailsItsLastAttemptUnderRejectIs503Rejected) {
   EXPECT_EQ(MetricValue(m, "fleetplan:kv_transfers_total" + l + ",outcome=\"failed\"}"), 1);
 }
 
+// Regression: a stream whose transfer failed its last attempt ended with an error event
+// that said the waiting queue was full.
+TEST(ServePools, AStreamWhoseTransferFailsEndsWithTheRejectionItself) {
+  RunningServer s(PoolsScenario("  kv_transfer: {failure_probability: 1}\n", ", retries: 0, on_failure: reject"),
+                  Speed(50));
+  const Reply r = Post(s.port(1), "/v1/completions", Completion(4, /*stream=*/true));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Events ev = ParseEvents(r.body);
+  EXPECT_TRUE(ev.well_formed) << r.body;
+  EXPECT_TRUE(ev.done) << r.body;
+  ASSERT_EQ(ev.chunks.size(), 1u) << r.body;
+  EXPECT_EQ(ev.chunks[0]["error"]["code"], "rejected") << r.body;
+  EXPECT_NE(ev.chunks[0]["error"]["message"].get<std::string>().find("its KV transfer failed 1 attempt"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(MetricValue(WaitForBaseline(s.port(1)), "fleetplan:queue_full_rejections_total{"), 0);
+}
+
 TEST(ServePools, CancellingARequestBetweenThePoolsReturnsEveryReplicaToBaseline) {
   // Its transfer waits 20 s of simulated time (2 s of wall time at speed 10): the cancel
   // comes while its KV is between the prefill and the decode replica.

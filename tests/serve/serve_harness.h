@@ -67,6 +67,8 @@ class RunningServer {
     thread_.join();
     EXPECT_TRUE(status_.ok()) << status_.message();
   }
+  // Begins the server's shutdown (the destructor waits for its end).
+  void Stop() { server_->Stop(); }
   uint16_t port(size_t i = 0) const { return server_->ports()[i]; }
   size_t replicas() const { return server_->ports().size(); }
 

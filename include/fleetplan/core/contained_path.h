@@ -14,7 +14,9 @@ namespace fleetplan {
 // `name` resolved from `dir` (an absolute `name` as it is), when it lies inside `root`
 // after symbolic links are followed (std::filesystem::weakly_canonical of both, then a
 // path-prefix check); `root` and `dir` may be relative to the working folder, and an
-// empty one is ".". Otherwise an InvalidInput whose message, without a location (callers
+// empty one is ".". The path returned is `dir`/`name`, or for an absolute `name`, `root`
+// joined with its place under `root` (so what prints it names it from the bundle's
+// folder). Otherwise an InvalidInput whose message, without a location (callers
 // locate it at the value that named the file), says
 //   "'<name>' is outside the bundle's folder (<why>): a bundle names its files from its
 //    own folder; copy the file into the bundle"

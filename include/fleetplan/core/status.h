@@ -24,6 +24,7 @@ enum class StatusCode : int {
   kUsage = 2,         // command-line usage error
   kInvalidInput = 3,  // input file or value is invalid
   kInternal = 70,     // a bug: an invariant broke
+  kBusy = 75,         // the output folder is held by another run: retry when it ends (sysexits' EX_TEMPFAIL)
 };
 
 // The parts of a located error (core/error.h LocatedError), kept beside its formatted
@@ -63,6 +64,7 @@ inline Status InvalidInput(std::string message) {
   return Status(StatusCode::kInvalidInput, std::move(message));
 }
 inline Status UsageError(std::string message) { return Status(StatusCode::kUsage, std::move(message)); }
+inline Status Busy(std::string message) { return Status(StatusCode::kBusy, std::move(message)); }
 inline Status InternalError(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));
 }

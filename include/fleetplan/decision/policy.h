@@ -61,6 +61,9 @@ struct Policy {
   std::vector<SensitivityAsk> sensitivity;
 };
 
-Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::string& dir);
+// `dir`: the policy's folder, which names its trusted key files; `bundle_root`, when set,
+// the bundle folder those files must lie inside (core/contained_path.h).
+Expected<Policy> ReadPolicy(std::shared_ptr<const YamlDocument> doc, const std::string& dir,
+                            const std::string& bundle_root = "");
 
 }  // namespace fleetplan

@@ -31,6 +31,9 @@ Expected<KeyPair> GenerateEd25519Key();
 Status WriteKeyPair(const KeyPair& pair, const std::string& path);
 // "ed25519:" + the first 16 hex digits of SHA-256 over the 32 raw public key bytes.
 Expected<std::string> KeyIdOfPublicPem(std::string_view public_pem);
+// The PEM text of the public key file at `path`, checked to be one: errors name the file
+// (and, for a private key, point at its KEY.pub).
+Expected<std::string> ReadPublicKeyFile(const std::string& path);
 
 // The signature document of `bytes` as evidence of `kind`.
 Expected<Json> SignEvidence(std::string_view bytes, std::string_view kind, std::string_view private_pem);

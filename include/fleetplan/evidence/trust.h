@@ -38,9 +38,11 @@ struct EvidenceTrust {
   bool Trusts(std::string_view key_id) const;  // any kind
 };
 
-// Reads `trust` (kind -> list of public key files) into `out.keys`. Located errors: an
-// empty list, an unreadable file, a file that is not an Ed25519 public key.
-Status ReadTrustedKeys(const YamlNode& node, const std::string& dir, EvidenceTrust& out);
+// Reads `trust` (kind -> list of public key files, named from `dir`) into `out.keys`.
+// Located errors: an empty list, an unreadable file, a file that is not an Ed25519 public
+// key, and — when `root` is set (a bundle's folder) — a file outside `root`
+// (core/contained_path.h).
+Status ReadTrustedKeys(const YamlNode& node, const std::string& dir, EvidenceTrust& out, const std::string& root = "");
 // Reads `max_age` (kind -> duration) into `out.max_age_s`.
 Status ReadMaxAges(const YamlNode& node, EvidenceTrust& out);
 

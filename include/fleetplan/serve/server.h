@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,12 @@
 #include "fleetplan/fleet/fleet_plan.h"
 
 namespace fleetplan::serve {
+
+// The range of --speed: the engine clock keeps up to 1000 simulated seconds per wall
+// second (a 10 ms step in 10 us of wall time; beyond that the I/O thread falls behind
+// its own schedule), and both clocks stay within int64 nanoseconds for 46 days.
+inline constexpr double kMinSpeed = 0.001;
+inline constexpr double kMaxSpeed = 1000;
 
 struct ServeOptions {
   std::string host = "127.0.0.1";        // an IP address, or localhost (127.0.0.1)
@@ -57,6 +64,10 @@ struct ServeOptions {
   int64_t idempotency_max_body = 1 << 20;  // responses larger than this are not recorded
   int64_t retry_after_seconds = 1;         // Retry-After of a 503
   int64_t max_loras = 8;                   // adapters loaded at once per replica
+  Duration idle_timeout = Sec(5);          // a connection that starts no request is closed after this (as vLLM)
+  Duration header_timeout = Sec(10);       // a started request must be read whole within this, else 408
+  int64_t max_connections = 10000;         // open connections, all ports; one more is answered 503 and closed
+  Duration shutdown_grace = Sec(5);        // on Stop, live requests may finish this long; the rest end with an error
   std::optional<Duration> exit_after;      // wall time after which Run returns by itself
   bool echo = false;                       // answers repeat the prompt's tokens (tokenizer.h, EchoText)
 };
@@ -80,9 +91,13 @@ class Server {
   std::vector<uint16_t> ports() const;
   std::vector<PoolRole> roles() const;
   // Serves on the calling thread until Stop, SIGINT/SIGTERM (with handle_signals) or
-  // exit_after. Returns an internal error if a replica's simulation failed.
-  Status Run(bool handle_signals = false);
-  // Thread-safe.
+  // exit_after. Returns an internal error if a replica's simulation failed. `log`, when
+  // set, gets a line at each stage of a shutdown.
+  Status Run(bool handle_signals = false, std::function<void(const std::string&)> log = {});
+  // Shuts down gracefully: stops accepting, lets live requests finish for
+  // options.shutdown_grace, ends the rest (a stream with an error event and [DONE], a
+  // waiting request with 503 `shutdown`), then Run returns. A second Stop during the
+  // grace ends it at once. Thread-safe.
   void Stop();
 
  private:
