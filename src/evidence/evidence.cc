@@ -105,8 +105,20 @@ Expected<EvidenceHeader> ReadEvidenceHeader(std::string_view bytes, const std::s
   } else if (pinned->size() != 71 || pinned->find_first_not_of("0123456789abcdef", 7) != std::string::npos) {
     return e["revision"].Error(fmt::format("expected a revision that pins sha256:<64 lowercase hex digits>, got '{}'",
                                            h.revision));
-  } else if (*pinned != h.content_digest) {
-    return e["revision"].Error(fmt::format("revision pins {} but the file's content is {}", *pinned, h.content_digest));
+  } else if (e["revision"].present()) {
+    // A file cannot hold its own digest: the pin covers the file as it is without the pin
+    // ("@sha256:<hex>", or the bare digest), so a revision is pinned by hashing the file
+    // and then appending the pin.
+    const std::string pin_text = h.revision.size() > pinned->size() ? "@" + *pinned : *pinned;
+    std::string unpinned(bytes);
+    const size_t at = unpinned.find(pin_text);
+    if (at != std::string::npos) unpinned.erase(at, pin_text.size());
+    if (const std::string digest = DigestOf(unpinned); *pinned != digest) {
+      return e["revision"].Error(fmt::format(
+          "revision pins {} but the file without its pin ('{}') is {}: pin the digest of the file as it is "
+          "without the pin",
+          *pinned, pin_text, digest));
+    }
   }
   FP_RETURN_IF_ERROR(e["observed_at"].RequirePresent());
   FP_ASSIGN_OR_RETURN(h.observed_at, TimeAt(e["observed_at"]));

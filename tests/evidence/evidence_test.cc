@@ -81,14 +81,35 @@ TEST(EvidenceHeader, APinnedRevisionMustBeTheContentAndTimesAreLocated) {
   pinned.insert(pinned.find("  observed_at"), "  revision: bench-2026-11@sha256:" + std::string(64, '0') + "\n");
   auto h = ReadEvidenceHeader(pinned, "bench.yaml");
   ASSERT_FALSE(h.ok());
+  std::string unpinned(kBench);
+  unpinned.insert(unpinned.find("  observed_at"), "  revision: bench-2026-11\n");
   EXPECT_EQ(FirstLine(h.status()), "bench.yaml:3:13: evidence.revision: revision pins sha256:" + std::string(64, '0') +
-                                       " but the file's content is " + DigestOf(pinned));
+                                       " but the file without its pin ('@sha256:" + std::string(64, '0') + "') is " +
+                                       DigestOf(unpinned) + ": pin the digest of the file as it is without the pin");
   std::string backwards(kBench);
   backwards.replace(backwards.find("2026-12-20"), 10, "2026-11-01");
   EXPECT_EQ(FirstLine(ReadEvidenceHeader(backwards, "bench.yaml").status()),
             "bench.yaml:4:15: evidence.expires_at: expected a time after observed_at (2026-11-20T10:00:00Z)");
   EXPECT_EQ(FirstLine(ReadEvidenceHeader("evidence: {kind: price, source: x}\n", "p.yaml").status()),
             "p.yaml:1:11: evidence: missing required field 'observed_at'");
+}
+
+// A file cannot hold its own digest: a revision pins the file as it is without the pin, so
+// hashing the file and then appending `@<digest>` gives a revision that verifies.
+TEST(EvidenceHeader, ARevisionPinsTheFileAsItIsWithoutThePin) {
+  std::string named(kBench);
+  named.insert(named.find("  observed_at"), "  revision: bench-2026-11\n");
+  const std::string digest = DigestOf(named);
+  std::string pinned = named;
+  pinned.insert(pinned.find("bench-2026-11") + std::string("bench-2026-11").size(), "@" + digest);
+  auto h = ReadEvidenceHeader(pinned, "bench.yaml");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->revision, "bench-2026-11@" + digest);
+  EXPECT_EQ(h->content_digest, DigestOf(pinned));
+  // One byte changed anywhere else and the pin no longer holds.
+  std::string changed = pinned;
+  changed.replace(changed.find("kind: benchmark"), 15, "kind: benchmarx");
+  EXPECT_FALSE(ReadEvidenceHeader(changed, "bench.yaml").ok());
 }
 
 // Regression: a named revision that pins no digest was accepted and printed as the revision.
