@@ -19,9 +19,14 @@
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
 #include "fleetplan/workload/bench_client.h"
+#include "fleet/sample_stats.h"
 
 namespace fleetplan {
 namespace {
+
+using fleet_internal::Mean;
+using fleet_internal::Percentile;
+using fleet_internal::Round4;
 
 const std::vector<std::string> kSetupKeys = {
     "model",           "gpu",           "tp",   "pp",    "nodes", "gpus_per_node", "intra_node_link",
@@ -259,25 +264,8 @@ Expected<BenchSetup> ReadSetup(const YamlDocument& doc, const std::string& path,
 // ---------------------------------------------------------------------------------------
 // Statistics.
 
-double Mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
-}
 
-// Linear interpolation between closest ranks (numpy's default, what vLLM reports).
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
 
-double Round4(double x) {
-  return std::round(x * 1e4) / 1e4;
-}
 
 Json OrNull(std::optional<double> v) {
   return v ? Json(Round4(*v)) : Json();

@@ -18,10 +18,15 @@
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/perf/kernel_table.h"
+#include "fleet/sample_stats.h"
 
 namespace fleetplan {
 
 namespace {
+
+using fleet_internal::Mean;
+using fleet_internal::Percentile;
+using fleet_internal::Round4;
 
 namespace fs = std::filesystem;
 
@@ -234,28 +239,13 @@ void ReadPeerToPeer(MeasuredRun* run) {
                                    run->gpu.empty() ? "(unnamed)" : run->gpu));
 }
 
-// Percentile with linear interpolation between closest ranks (numpy's default).
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
-}
 
-double Mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / static_cast<double>(v.size());
-}
 
 Json Summary(const std::vector<double>& v) {
   return Json{{"mean", Mean(v)}, {"p50", Percentile(v, 50)}, {"p90", Percentile(v, 90)}, {"p99", Percentile(v, 99)}};
 }
 
 // Rounds to 4 decimals so reports stay short and stable.
-double Round4(double x) { return std::round(x * 1e4) / 1e4; }
 
 Json Rounded(Json j) {
   for (auto& item : j.items()) item.value() = Round4(item.value().get<double>());

@@ -317,6 +317,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     rep_.CountError(e.status);
     SendFull(static_cast<http::status>(e.status), "application/json", ErrorBody(e), std::move(headers));
   }
+  // Ends this connection's live request with `e`: once its stream's headers have left, as
+  // an error event, [DONE] and the stream's end; before, as an HTTP error with `headers`.
+  void EndLiveWithError(bool stream_begun, const ApiError& e,
+                        std::vector<std::pair<std::string, std::string>> headers = {}) {
+    if (closed_) return;
+    ClearLive();
+    if (!stream_begun) return SendError(e, std::move(headers));
+    out_ += "data: " + ErrorBody(e) + "\n\n";
+    AppendDone(out_);
+    EndStream();
+  }
   // Starts a chunked text/event-stream response.
   void BeginStream(std::vector<std::pair<std::string, std::string>> headers) {
     head_ = std::make_unique<http::response<http::empty_body>>(http::status::ok, 11);
@@ -774,16 +785,7 @@ void Port::EndLive() {
   for (const auto& [id, l] : live_) ids.push_back(id);
   for (const RequestId id : ids) {
     Live& l = *live_.at(id);
-    auto c = l.conn.lock();
-    if (c && !c->closed() && l.stream_begun) {
-      c->out() += "data: " + ErrorBody(e) + "\n\n";
-      AppendDone(c->out());
-      c->ClearLive();
-      c->EndStream();
-    } else if (c && !c->closed()) {
-      c->ClearLive();
-      c->SendError(e);
-    }
+    if (auto c = l.conn.lock()) c->EndLiveWithError(l.stream_begun, e);
     Forget(id);
   }
 }
@@ -1205,16 +1207,11 @@ void Port::OnRequestDone(const RequestOutcome& o) {
       if (full) ++metrics_.rejected;
       ApiError e{503, fmt::format("the request was rejected ({}); retry later", o.reason), "server_error", "",
                  full ? "queue_full" : "rejected"};
-      if (c && !c->closed() && l.stream_begun) {
-        // After the headers left (a delayed arrival, a prompt computed on a prefill
-        // replica): the same error as an event.
-        c->out() += "data: " + ErrorBody(e) + "\n\n";
-        AppendDone(c->out());
-        c->ClearLive();
-        c->EndStream();
-      } else if (c && !c->closed()) {
-        c->ClearLive();
-        c->SendError(e, {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
+      // After the headers left (a delayed arrival, a prompt computed on a prefill
+      // replica): the same error as an event.
+      if (c) {
+        c->EndLiveWithError(l.stream_begun, e,
+                            {{"Retry-After", fmt::to_string(shared_.options.retry_after_seconds)}});
       }
       return Forget(o.id);
     }
