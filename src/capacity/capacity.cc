@@ -13,6 +13,7 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/read_log.h"
 #include "fleetplan/fleet/fleet_plan.h"
+#include "fleetplan/perf/stated_error.h"
 #include "fleetplan/sweep/point.h"
 #include "fleetplan/sweep/search.h"
 #include "fleetplan/workload/source.h"
@@ -24,6 +25,11 @@ namespace {
 // Most replicas a fleet may need: a demand beyond it is a typo (a rate in the wrong unit),
 // and it keeps every replica count well inside int64.
 constexpr double kMaxFleetReplicas = 1e7;
+// When the chosen fleet misses its targets through the loss, it is sized again at this much
+// less of its rate per replica each time, down to kLeastShare (docs/capacity.md "Verified
+// by simulation"): six more simulations at most.
+constexpr double kGrowStep = 0.05;
+constexpr double kLeastShare = 0.70;
 
 // Requests sampled from the workload to measure its mean prompt and output lengths.
 constexpr int64_t kShapeSample = 4000;
@@ -265,6 +271,115 @@ double TotalDemand(const CapacitySpec& cs) {
   return total;
 }
 
+// Places the fleet `out.per_replica_rps` gives across the domains so that every loss of
+// the spec's rule is survived, and prices it. Clears what an earlier placement set.
+Status PlaceFleet(const CapacitySpec& cs, LayoutCapacity& out) {
+  out.losses.clear();
+  out.set_by.clear();
+  out.per_domain.clear();
+  out.replicas = 0;
+  out.gpus = 0;
+  const double fleet_units = TotalDemand(cs) / (out.per_replica_rps * (1 - cs.headroom));
+  if (!(out.per_replica_rps > 0) || !(fleet_units <= kMaxFleetReplicas)) {
+    return cs.document->root()["demand"].Error(fmt::format(
+        "a peak of {}/s at {}/s per replica needs more than {:.0f} replicas; check the demand's units", TotalDemand(cs),
+        RoundForReport(out.per_replica_rps), kMaxFleetReplicas));
+  }
+  PlacementProblem p;
+  p.domains = cs.domains;
+  for (const RegionDemand& d : cs.demand) {
+    p.regions.push_back(d.region);
+    p.need.push_back(d.peak.per_second / (out.per_replica_rps * (1 - cs.headroom)));
+  }
+  for (const FailureDomain& d : cs.domains) p.max_replicas.push_back(d.gpus / out.gpus_per_replica);
+  out.losses = LossScenariosOf(cs.survive, cs.domains, cs.demand);
+  int64_t most = -1;
+  for (LossScenario& s : out.losses) {
+    s.replicas_needed = ReplicasNeeded(p, s.lost);
+    s.required_after = ReplicasRequiredAfter(p, s.lost);
+    most = std::max(most, s.replicas_needed);
+  }
+  std::string why;
+  auto placed = PlaceForLosses(p, out.losses, &why);
+  if (!placed) {
+    out.ok = false;
+    out.reason = why;
+    return Status::Ok();
+  }
+  out.ok = true;
+  out.per_domain = *placed;
+  for (int64_t v : out.per_domain) out.replicas += v;
+  out.gpus = out.replicas * out.gpus_per_replica;
+  for (LossScenario& s : out.losses) {
+    if (s.replicas_needed == most) out.set_by.push_back(s.name);
+    for (size_t d = 0; d < cs.domains.size(); ++d) {
+      if (std::find(s.lost.begin(), s.lost.end(), cs.domains[d].name) == s.lost.end()) s.surviving_replicas += out.per_domain[d];
+    }
+    s.carried = Carries(p, out.per_domain, s.lost);
+  }
+  out.cost = PriceFleet(out.gpus, cs.price);
+  out.within_budget = !cs.budget_per_month || out.cost.per_month <= *cs.budget_per_month + 1e-9;
+  return Status::Ok();
+}
+
+bool MeetsAfterLoss(const Json& verified) {
+  return !verified.is_object() || verified.value("meets_targets", false);
+}
+
+// Simulates `chosen` through its deciding loss; while the surviving fleet misses its
+// targets, sizes it again at a smaller share of its rate per replica (kGrowStep less each
+// time, down to kLeastShare) and simulates that, until one meets them. The loss's transient
+// (the lost replicas' work recomputed on the survivors) is what the arithmetic cannot see.
+Status VerifyGrowing(const CapacitySpec& cs, LayoutCapacity& chosen, const CapacityOptions& options) {
+  FP_ASSIGN_OR_RETURN(chosen.simulated_after_loss, VerifyAfterLoss(cs, chosen));
+  if (MeetsAfterLoss(chosen.simulated_after_loss)) return Status::Ok();
+  const double nominal = chosen.per_replica_rps;
+  Json attempts = Json::array({{{"share", 1.0}, {"replicas", chosen.replicas}, {"meets_targets", false},
+                                {"attainment", chosen.simulated_after_loss["attainment"]}}});
+  const int64_t sized = chosen.replicas;
+  int64_t last = chosen.replicas;
+  for (int step = 1; kGrowStep * step <= 1 - kLeastShare + 1e-9; ++step) {
+    LayoutCapacity grown = chosen;
+    grown.verified_share = 1 - kGrowStep * step;
+    grown.per_replica_rps = nominal * grown.verified_share;
+    FP_RETURN_IF_ERROR(PlaceFleet(cs, grown));
+    if (!grown.ok) break;             // the domains hold no larger fleet
+    if (grown.replicas == last) continue;  // the same fleet: nothing new to simulate
+    last = grown.replicas;
+    if (options.on_stage) options.on_stage(fmt::format("simulating {} replicas through the loss", grown.replicas));
+    FP_ASSIGN_OR_RETURN(grown.simulated_after_loss, VerifyAfterLoss(cs, grown));
+    const bool meets = MeetsAfterLoss(grown.simulated_after_loss);
+    attempts.push_back({{"share", RoundForReport(grown.verified_share, 6)}, {"replicas", grown.replicas},
+                        {"meets_targets", meets}, {"attainment", grown.simulated_after_loss["attainment"]}});
+    if (meets) {
+      grown.grown_for_loss = {{"sized_replicas", sized}, {"share", RoundForReport(grown.verified_share, 6)},
+                              {"attempts", attempts}};
+      chosen = std::move(grown);
+      return Status::Ok();
+    }
+  }
+  chosen.grown_for_loss = {{"sized_replicas", sized}, {"share", nullptr}, {"attempts", attempts}};
+  return Status::Ok();
+}
+
+// A simulated rate per replica carries the step model's error (perf/stated_error.h): the
+// fleet sized again with every step 1 + band as long, so each rate divided by that.
+Expected<Json> AtPessimisticEdge(const CapacitySpec& cs, const LayoutCapacity& sized, const StepCostModel& model,
+                                 const std::string& gpu) {
+  const StatedError band = StatedErrorOf(model.kind(), gpu);
+  LayoutCapacity edge = sized;
+  edge.per_replica_rps = sized.per_replica_rps / (1 + band.step_time);
+  FP_RETURN_IF_ERROR(PlaceFleet(cs, edge));
+  Json pessimistic = edge.ok ? Json{{"replicas", edge.replicas}, {"gpus", edge.gpus},
+                                    {"per_hour", RoundForReport(edge.cost.per_hour, 6)},
+                                    {"per_month", RoundForReport(edge.cost.per_month, 6)},
+                                    {"within_budget", edge.within_budget}}
+                             : Json{{"reason", edge.reason}};
+  return Json{{"step_model", model.kind()}, {"gpu", gpu}, {"band", RoundForReport(band.step_time, 6)},
+              {"basis", band.basis}, {"per_replica_rps", RoundForReport(edge.per_replica_rps)},
+              {"pessimistic", std::move(pessimistic)}};
+}
+
 Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<LayoutChoice>& layout) {
   std::vector<std::shared_ptr<YamlDocument>> keep;
   LayoutCapacity out;
@@ -311,46 +426,11 @@ Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<
   out.per_replica_rps = std::numeric_limits<double>::infinity();
   for (const DimensionRequirement& d : out.requirements) out.per_replica_rps = std::min(out.per_replica_rps, d.per_replica_rps);
 
-  const double fleet_units = TotalDemand(cs) / (out.per_replica_rps * (1 - cs.headroom));
-  if (!(out.per_replica_rps > 0) || !(fleet_units <= kMaxFleetReplicas)) {
-    return cs.document->root()["demand"].Error(fmt::format(
-        "a peak of {}/s at {}/s per replica needs more than {:.0f} replicas; check the demand's units", TotalDemand(cs),
-        RoundForReport(out.per_replica_rps), kMaxFleetReplicas));
+  FP_RETURN_IF_ERROR(PlaceFleet(cs, out));
+  if (out.ok && cs.replica_capacity.kind != ReplicaCapacitySource::Kind::kRate) {
+    FP_ASSIGN_OR_RETURN(out.model_error, AtPessimisticEdge(cs, out, *plan.primary_pool().cost,
+                                                           plan.primary_pool().fit.memory.gpu.name));
   }
-  PlacementProblem p;
-  p.domains = cs.domains;
-  for (const RegionDemand& d : cs.demand) {
-    p.regions.push_back(d.region);
-    p.need.push_back(d.peak.per_second / (out.per_replica_rps * (1 - cs.headroom)));
-  }
-  for (const FailureDomain& d : cs.domains) p.max_replicas.push_back(d.gpus / out.gpus_per_replica);
-  out.losses = LossScenariosOf(cs.survive, cs.domains, cs.demand);
-  int64_t most = -1;
-  for (LossScenario& s : out.losses) {
-    s.replicas_needed = ReplicasNeeded(p, s.lost);
-    s.required_after = ReplicasRequiredAfter(p, s.lost);
-    most = std::max(most, s.replicas_needed);
-  }
-  std::string why;
-  auto placed = PlaceForLosses(p, out.losses, &why);
-  if (!placed) {
-    out.ok = false;
-    out.reason = why;
-    return out;
-  }
-  out.ok = true;
-  out.per_domain = *placed;
-  for (int64_t v : out.per_domain) out.replicas += v;
-  out.gpus = out.replicas * out.gpus_per_replica;
-  for (LossScenario& s : out.losses) {
-    if (s.replicas_needed == most) out.set_by.push_back(s.name);
-    for (size_t d = 0; d < cs.domains.size(); ++d) {
-      if (std::find(s.lost.begin(), s.lost.end(), cs.domains[d].name) == s.lost.end()) s.surviving_replicas += out.per_domain[d];
-    }
-    s.carried = Carries(p, out.per_domain, s.lost);
-  }
-  out.cost = PriceFleet(out.gpus, cs.price);
-  out.within_budget = !cs.budget_per_month || out.cost.per_month <= *cs.budget_per_month + 1e-9;
   return out;
 }
 
@@ -407,9 +487,17 @@ Expected<CapacityResult> SizeCapacity(const CapacitySpec& spec, const CapacityOp
   if (result.chosen) {
     LayoutCapacity& chosen = result.layouts[*result.chosen];
     result.within_budget = chosen.within_budget;
+    const Json& edge = chosen.model_error.is_object() ? chosen.model_error["pessimistic"] : Json();
+    for (size_t i = 0; i < result.layouts.size() && edge.contains("per_hour"); ++i) {
+      const LayoutCapacity& other = result.layouts[i];
+      if (i != *result.chosen && other.ok && other.cost.per_hour <= edge["per_hour"].get<double>() + 1e-9) {
+        result.inside_band.push_back(i);
+      }
+    }
     if (options.verify) {
       if (options.on_stage) options.on_stage("simulating the chosen fleet through its deciding loss");
-      FP_ASSIGN_OR_RETURN(chosen.simulated_after_loss, VerifyAfterLoss(spec, chosen));
+      FP_RETURN_IF_ERROR(VerifyGrowing(spec, chosen, options));
+      result.within_budget = chosen.within_budget;
     }
   }
   return result;

@@ -68,6 +68,8 @@ Json LayoutJson(const CapacityResult& r, const LayoutCapacity& l) {
   j["cost"] = CostJson(l.cost);
   j["within_budget"] = l.within_budget;
   j["simulated_after_loss"] = l.simulated_after_loss;
+  j["grown_for_loss"] = l.grown_for_loss;
+  j["model_error"] = l.model_error;
   return j;
 }
 
@@ -85,6 +87,9 @@ Json CapacityJson(const CapacityResult& r) {
   for (const auto& [key, value] : layouts[head].items()) {
     if (key != "layout") j[key] = value;
   }
+  Json inside = Json::array();
+  for (size_t i : r.inside_band) inside.push_back(r.layouts[i].layout.Name());
+  j["inside_band"] = inside;
   j["feasible"] = r.chosen.has_value();
   j["within_budget"] = r.chosen && r.within_budget;
   if (r.spec.contains("budget_per_month") && r.chosen) {
@@ -147,8 +152,45 @@ std::string CapacityText(const CapacityResult& r) {
                        v["rate_per_s"].dump(), loss, v["lost"].empty() ? "after " + v["loss_at_s"].dump() + " s" : std::string("after the loss"),
                        att, v["meets_targets"].get<bool>() ? "meets the targets" : "MISSES the targets"));
     }
+    const Json& e = l.model_error;
+    if (e.is_object()) {
+      const Json& p = e["pessimistic"];
+      line(p.contains("replicas")
+               ? fmt::format("  model error: {} on {} states steps up to {:.1f}% longer; at that edge {} replicas, {} "
+                             "GPUs, {}/h{}",
+                             e["step_model"].get<std::string>(), e["gpu"].get<std::string>(), 100 * e["band"].get<double>(),
+                             p["replicas"].get<int64_t>(), p["gpus"].get<int64_t>(), Money(p["per_hour"].get<double>()),
+                             p["within_budget"].get<bool>() ? "" : " (over budget)")
+               : fmt::format("  model error: {} on {} states steps up to {:.1f}% longer; at that edge no fleet fits: {}",
+                             e["step_model"].get<std::string>(), e["gpu"].get<std::string>(), 100 * e["band"].get<double>(),
+                             p["reason"].get<std::string>()));
+    }
+    const Json& g = l.grown_for_loss;
+    if (g.is_object()) {
+      std::vector<std::string> tried;
+      for (const Json& a : g["attempts"]) {
+        tried.push_back(fmt::format("{} at {:.0f}%{}", a["replicas"].get<int64_t>(), 100 * a["share"].get<double>(),
+                                    a["meets_targets"].get<bool>() ? " meets" : " misses"));
+      }
+      line(g["share"].is_number()
+               ? fmt::format("  grown for the loss: the {} replicas sized first missed the targets through it; sized at "
+                             "{:.0f}% of the rate per replica, {} meet them ({})",
+                             g["sized_replicas"].get<int64_t>(), 100 * g["share"].get<double>(), l.replicas,
+                             fmt::join(tried, ", "))
+               : fmt::format("  not grown enough: no fleet sized at 70% of the rate per replica or more met the targets "
+                             "through the loss ({})",
+                             fmt::join(tried, ", ")));
+    }
   }
   if (!r.chosen) line("no layout gives a fleet that survives the declared loss in these domains");
+  if (r.chosen && !r.inside_band.empty()) {
+    std::vector<std::string> names;
+    for (size_t i : r.inside_band) names.push_back(r.layouts[i].layout.Name());
+    line(fmt::format("inside the model's error: {} at its pessimistic edge costs no less than {} as sized; the simulated "
+                     "rates cannot decide between them: measure them and declare the rates (replica_capacity "
+                     "{{rate: ...}})",
+                     r.layouts[*r.chosen].layout.Name(), fmt::join(names, ", ")));
+  }
   return out;
 }
 

@@ -22,11 +22,13 @@
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/progress.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleetplan/fleet/step_model_of.h"
 #include "fleetplan/memory/fit_request.h"
 #include "fleetplan/plan/cluster_file.h"
 #include "fleetplan/plan/layout.h"
 #include "fleetplan/plan/layout_report.h"
 #include "fleetplan/plan/workload_layout.h"
+#include "fleetplan/perf/stated_error.h"
 
 namespace fleetplan::cli {
 namespace {
@@ -265,6 +267,15 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out, std::ostream& err)
   }
   request.jobs = static_cast<int>(jobs);
   FP_RETURN_IF_ERROR(FillChoice(f, request));
+  std::string error_from;
+  if (!f.model_error.given()) {
+    // The band the scenario's step model states for its GPU (perf/stated_error.h).
+    FP_ASSIGN_OR_RETURN(const auto model, StepModelOf(scenario, scenario.fit));
+    const StatedError stated = StatedErrorOf(model->kind(), scenario.fit.memory.gpu.name);
+    request.model_error = stated.step_time;
+    error_from = fmt::format("model error {:.1f} %: the stated error of {} on {} ({}; --model-error not given)",
+                             100 * stated.step_time, model->kind(), scenario.fit.memory.gpu.name, stated.basis);
+  }
   int64_t rows = kLayoutTextRows;
   FP_RETURN_IF_ERROR(SetInt(f.rows, "--rows", rows));
   if (rows < 1) return UsageError(fmt::format("--rows: expected an integer >= 1, got {}", QuoteValue(f.rows.text)));
@@ -293,6 +304,7 @@ Status RunOnScenario(const LayoutFlags& f, std::ostream& out, std::ostream& err)
   std::vector<std::string> derived;
   if (!f.cluster.given()) derived.push_back(fmt::format("cluster {}: the scenario's hardware (--cluster not given)", cluster_text));
   CommonDerived(f, request.base, derived);
+  if (!error_from.empty()) derived.push_back(error_from);
   result.derived.insert(result.derived.end(), derived.begin(), derived.end());
   if (f.json) {
     FP_ASSIGN_OR_RETURN(const std::string text, PrettyJson(WorkloadLayoutJson(result, cluster)));
@@ -396,7 +408,8 @@ void RegisterLayoutVerb(CLI::App& app, VerbAction& action) {
           "With --scenario: node|rack|zone (default node). Among candidates within --close-call of the goodput "
           "leader, the fleet left after the worst single loss of this domain is simulated too and ranks them");
   AddText(cmd, f.model_error, "--model-error",
-          "With --scenario: the model's own error as a share (default 0.05, docs/FIDELITY.md). Candidates within it "
+          "With --scenario: the model's own error as a share (default: the stated error of the scenario's step model on "
+          "its GPU, docs/step-models.md \"Measured error\"). Candidates within it "
           "of the pick on goodput and on goodput after the loss need a staging result before one is chosen (exit 1 "
           "until then)");
   cmd->add_option("--staging", f.staging,

@@ -41,6 +41,16 @@ double TotalPeak(const CapacitySpec& s) {
   return total;
 }
 
+// `method` of the benchmark evidence: measured (the default) or simulated.
+Expected<std::string> BenchmarkMethod(const YamlNode& bench) {
+  const YamlNode node = bench["method"];
+  FP_ASSIGN_OR_RETURN(std::string method, node.StringOr("measured"));
+  if (method != "measured" && method != "simulated") {
+    return node.Error(fmt::format("expected 'measured' or 'simulated', got '{}'", method));
+  }
+  return method;
+}
+
 }  // namespace
 
 const LayoutCapacity* CapacityOutcome::Chosen() const {
@@ -93,8 +103,9 @@ Expected<LayoutOutcome> RankLayouts(const PlanBundle& b, const ComposedDeploymen
   FP_ASSIGN_OR_RETURN(Cluster cluster, ParseClusterText(cluster_text, "inventory node", *d.scenario.catalog));
   // Ranked on the workload: a decode batch of the default size at the workload's mean
   // sequence length (prompt + output), as capacity measures it.
-  FP_ASSIGN_OR_RETURN(WorkloadShape shape,
+  FP_ASSIGN_OR_RETURN(out.shape,
                       MeasureShape(d.scenario.workload, d.scenario.seed, Need(b, "workload").Data()["workload"]));
+  const WorkloadShape& shape = out.shape;
   LayoutRequest req;
   req.model = m.model;
   req.weight_dtype = m.weight_dtype;
@@ -104,6 +115,7 @@ Expected<LayoutOutcome> RankLayouts(const PlanBundle& b, const ComposedDeploymen
   FP_ASSIGN_OR_RETURN(LayoutResult ranked, SearchLayouts(req, cluster));
   const YamlNode bench = Need(b, "benchmark").Data();
   FP_ASSIGN_OR_RETURN(std::string measured_on, bench["identity"]["hardware"].StringOr(""));
+  FP_ASSIGN_OR_RETURN(out.benchmark_method, BenchmarkMethod(bench));
   Json feasible = Json::array();
   std::vector<std::string> without_rate;
   for (size_t i : ranked.decode.order) {
@@ -193,6 +205,12 @@ Expected<std::vector<CapacitySpec>> CapacitySpecs(const PlanBundle& b, const Com
   return specs;
 }
 
+bool CheaperFleet(const LayoutCapacity& a, const LayoutCapacity& b) {
+  if (a.within_budget != b.within_budget) return a.within_budget;
+  if (a.cost.per_hour != b.cost.per_hour) return a.cost.per_hour < b.cost.per_hour;
+  return a.gpus < b.gpus;
+}
+
 Expected<CapacityOutcome> SizeFleet(const std::vector<CapacitySpec>& specs, bool verify) {
   CapacityOutcome out;
   CapacityOptions options;
@@ -206,14 +224,7 @@ Expected<CapacityOutcome> SizeFleet(const std::vector<CapacitySpec>& specs, bool
                           {"gpus", lc.gpus}, {"per_hour", RoundForReport(lc.cost.per_hour, 6)},
                           {"within_budget", lc.within_budget}, {"binding", lc.binding}});
     if (!lc.ok) why_not.push_back(fmt::format("{}: {}", lc.layout.Name(), lc.reason));
-    const bool better = [&] {
-      if (!lc.ok) return false;
-      if (!out.chosen) return true;
-      const LayoutCapacity& best = out.results[*out.chosen].layouts.front();
-      if (lc.within_budget != best.within_budget) return lc.within_budget;
-      if (lc.cost.per_hour != best.cost.per_hour) return lc.cost.per_hour < best.cost.per_hour;
-      return lc.gpus < best.gpus;
-    }();
+    const bool better = lc.ok && (!out.chosen || CheaperFleet(lc, out.results[*out.chosen].layouts.front()));
     out.results.push_back(std::move(r));
     if (better) out.chosen = i;
   }
@@ -259,9 +270,16 @@ Expected<CapacityOutcome> SizeFleet(const std::vector<CapacitySpec>& specs, bool
                                    numbers));
   } else {
     out.checks.push_back(PassCheck("capacity",
-                                   fmt::format("{} x {} ({} GPUs) carry {:g}/s and survive {}{}", lc.replicas, lc.layout.Name(),
+                                   fmt::format("{} x {} ({} GPUs) carry {:g}/s and survive {}{}{}", lc.replicas, lc.layout.Name(),
                                                lc.gpus, TotalPeak(specs[*out.chosen]), SurviveRuleName(specs[*out.chosen].survive),
-                                               after.is_object() ? " (simulated through the loss)" : ""),
+                                               after.is_object() ? " (simulated through the loss)" : "",
+                                               lc.grown_for_loss.is_object()
+                                                   ? fmt::format("; grown from {} replicas, which missed the targets "
+                                                                 "through the loss, by sizing at {:.0f}% of the "
+                                                                 "benchmark's rate",
+                                                                 lc.grown_for_loss["sized_replicas"].get<int64_t>(),
+                                                                 100 * lc.verified_share)
+                                                   : ""),
                                    numbers));
   }
   return out;

@@ -25,6 +25,7 @@ struct Steps {
   decision::LayoutOutcome layout;
   std::vector<CapacitySpec> specs;
   std::optional<decision::CapacityOutcome> capacity;
+  std::optional<decision::ModelErrorOutcome> model_error;
   std::optional<decision::SimulationOutcome> simulation;
   decision::GatesOutcome gates;
   decision::RolloutOutcome rollout;
@@ -63,6 +64,11 @@ Status RunFleetSteps(const PlanBundle& b, const PlanOptions& o, Steps& s) {
   FP_ASSIGN_OR_RETURN(s.capacity, decision::SizeFleet(s.specs, true));
   const LayoutCapacity* chosen = s.capacity->Chosen();
   if (chosen == nullptr) return Status::Ok();
+  // A fleet grown through its loss (capacity/capacity.h verified_share) was sized at a share
+  // of the benchmark's rates: what follows (the model's error, the sensitivity) sizes every
+  // layout at that share too.
+  for (CapacitySpec& spec : s.specs) spec.replica_capacity.rate.per_second *= chosen->verified_share;
+  FP_ASSIGN_OR_RETURN(s.model_error, decision::JudgeModelError(b, *s.deployment, s.layout, s.specs, *s.capacity));
   if (o.on_step) o.on_step("simulation");
   FP_ASSIGN_OR_RETURN(s.simulation, decision::SimulateFleet(b, *s.deployment, *chosen));
   return Status::Ok();
@@ -156,6 +162,24 @@ std::string PlanText(const Json& plan) {
     t += fmt::format("  {:<5} {}: {}\n", r["decision"].get<std::string>(), r["name"].get<std::string>(),
                      r["reason"].get<std::string>());
   }
+  const Json& error = plan["model_error"];
+  if (error.is_object()) {
+    t += fmt::format("\nmodel error ({} on {}, step times up to +{:.1f} %; {}):\n", error["step_model"].get<std::string>(),
+                     error["gpu"].get<std::string>(), 100 * error["band"].get<double>(), error["basis"].get<std::string>());
+    for (const Json& e : error["edges"]) {
+      std::vector<std::string> fleets;
+      for (const Json& f : e["fleets"]) {
+        fleets.push_back(f["sized"].get<bool>()
+                             ? fmt::format("{} x {} ${:.0f}/month{}", f["replicas"].get<int64_t>(), f["layout"].get<std::string>(),
+                                           f["per_month"].get<double>(), f["within_budget"].get<bool>() ? "" : " (over budget)")
+                             : fmt::format("{} not sized", f["layout"].get<std::string>()));
+      }
+      t += fmt::format("  {:<12} steps x{:.3f}: {} -> {}\n", e["edge"].get<std::string>(), e["step_time_scale"].get<double>(),
+                       fmt::join(fleets, ", "), e["cheapest"].is_string() ? e["cheapest"].get<std::string>() : "none");
+    }
+    t += "  why (a decode step at the workload's mean context):\n";
+    for (const Json& r : error["reasoning"]) t += fmt::format("    {}\n", r.get<std::string>());
+  }
   if (!plan["review_triggers"].empty()) {
     t += "\nreview triggers (what would reopen this decision):\n";
     for (const Json& r : plan["review_triggers"]) t += fmt::format("  - {}\n", r["trigger"].get<std::string>());
@@ -236,6 +260,7 @@ Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
 
   for (const Checks* c : {&s.inputs.checks, &s.requirements.checks, &s.layout.checks}) Append(s.checks, *c);
   if (s.capacity) Append(s.checks, s.capacity->checks);
+  if (s.model_error) Append(s.checks, s.model_error->checks);
   if (s.simulation) Append(s.checks, s.simulation->checks);
   Append(s.checks, s.gates.checks);
   Append(s.checks, s.rollout.checks);
@@ -267,6 +292,7 @@ Expected<PlanResult> RunPlan(const PlanBundle& b, const PlanOptions& o) {
                {"controls", s.requirements.controls},
                {"layout", s.layout.json},
                {"capacity", s.capacity ? s.capacity->json : Json(nullptr)},
+               {"model_error", s.model_error ? s.model_error->json : Json(nullptr)},
                {"simulation", s.simulation ? s.simulation->json : Json(nullptr)},
                {"gates", s.gates.json},
                {"rollout", s.rollout.json},

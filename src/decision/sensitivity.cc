@@ -316,8 +316,12 @@ Expected<PerturbationOutcome> GpuPrice(const PerturbationInput& in, double share
   out.trigger = Json{{"perturbation", "gpu_price"},
                      {"threshold", RoundForReport(factor, 4)},
                      {"unit", "x the declared GPU price"},
-                     {"trigger", fmt::format("GPU prices {:+.1f}% or more put the fleet ({}) over the ${:.0f}/month budget",
-                                             (factor - 1) * 100, base.Text(), *budget)},
+                     {"trigger", factor >= 1 ? fmt::format("GPU prices {:+.1f}% or more put the fleet ({}) over the "
+                                                           "${:.0f}/month budget",
+                                                           (factor - 1) * 100, base.Text(), *budget)
+                                             : fmt::format("GPU prices {:.1f}% lower or more bring the fleet ({}) within "
+                                                           "the ${:.0f}/month budget",
+                                                           (1 - factor) * 100, base.Text(), *budget)},
                      {"evidence", "price: a new price sheet or committed-use quote"}};
   return out;
 }

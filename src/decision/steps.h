@@ -58,6 +58,8 @@ struct LayoutOutcome {
   Json json = Json::object();
   std::vector<LayoutChoice> candidates;  // feasible, with a benchmark rate, best decode rank first
   std::vector<double> rates;             // requests/s per replica, per candidate
+  WorkloadShape shape;                   // the workload's mean request, as ranked
+  std::string benchmark_method = "measured";  // the benchmark's `method`: measured | simulated
   Checks checks;
 };
 Expected<LayoutOutcome> RankLayouts(const PlanBundle& b, const ComposedDeployment& d);
@@ -72,9 +74,27 @@ struct CapacityOutcome {
   Checks checks;
   const LayoutCapacity* Chosen() const;
 };
+// The plan's order of fleets: within budget first, then cheaper per hour, then fewer GPUs.
+bool CheaperFleet(const LayoutCapacity& a, const LayoutCapacity& b);
+
 // Sizes every spec (no verification), picks the cheapest sized layout within budget (ties:
 // fewer GPUs, then rank), and verifies it through its deciding loss when `verify`.
 Expected<CapacityOutcome> SizeFleet(const std::vector<CapacitySpec>& specs, bool verify);
+
+// --- model error: the decision at both edges of the step model's stated error ---------
+// The step model the deployment runs on the inventory's GPU, its stated error band
+// (perf/stated_error.h), every candidate sized at both edges (nominal, and each simulated
+// benchmark rate divided by 1 + band), whether the choice changes inside the band, and why
+// the layouts differ: each one's decode step at batch 1 and at its operating point (its
+// benchmark rate, by Little's law), split into collectives and the rest, in ms.
+struct ModelErrorOutcome {
+  Json json = Json::object();
+  Checks checks;
+};
+// REQUIRES: `c.chosen` (a fleet was sized); `specs` and `l.candidates` align, each spec at
+// the rate the plan sizes with (the benchmark's, times the verified share).
+Expected<ModelErrorOutcome> JudgeModelError(const PlanBundle& b, const ComposedDeployment& d, const LayoutOutcome& l,
+                                            const std::vector<CapacitySpec>& specs, const CapacityOutcome& c);
 
 // TTFT of every request of a class with a TTFT objective, and whether it met the others.
 struct TtftSample {

@@ -47,9 +47,9 @@ engine:
     enabled: true
     eviction: lru
   preemption: recompute
-  step_model:
-    kind: roofline                # roofline | affine | table | kernel-table (docs/step-models.md)
-  host_overhead: 0.4ms            # CPU time per step that the GPU waits for
+  version: "0.10"                 # the vLLM release modelled: sets the CPU time per step (docs/step-models.md)
+  # step_model absent: the GPU's default, h100-sxm-80g's measured kernels; name one to
+  # override it: {kind: roofline | affine | table | kernel-table | aiconfigurator}
   cuda_graphs: {buckets: [1, 4, 8, 16, 32], eager_fallback: true}
 
 router:

@@ -9,6 +9,7 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/rng.h"
 #include "fleetplan/core/yaml.h"
+#include "fleetplan/fleet/step_model_of.h"
 #include "fleetplan/perf/factory.h"
 
 namespace fleetplan {
@@ -22,16 +23,6 @@ StepModelContext CostContext(const Scenario& s, const FitRequest& fit) {
   ctx.scenario_dir = s.dir;
   ctx.cuda_graphs = s.cuda_graphs;
   return ctx;
-}
-
-Expected<std::shared_ptr<const StepCostModel>> BuildCostModel(const Scenario& s, const FitRequest& fit) {
-  const StepModelContext ctx = CostContext(s, fit);
-  if (s.step_model) {
-    FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(*s.step_model, ctx));
-    return std::shared_ptr<const StepCostModel>(std::move(model));
-  }
-  FP_ASSIGN_OR_RETURN(auto model, MakeDefaultStepCostModel(ctx));
-  return std::shared_ptr<const StepCostModel>(std::move(model));
 }
 
 std::string Gb(Bytes b) { return fmt::format("{:.1f} GB", static_cast<double>(b.count()) / 1e9); }
@@ -67,7 +58,7 @@ Expected<BoundPool> BindPool(const Scenario& s, const PoolSpec& pool) {
   const MemoryInputs& m = pool.fit.memory;
   FP_ASSIGN_OR_RETURN(KvPoolSize kv, SizeKvPool(m));
   if (kv.kv_blocks_per_replica < 1) return NoKvBlockError(s, pool, kv);
-  FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> cost, BuildCostModel(s, pool.fit));
+  FP_ASSIGN_OR_RETURN(std::shared_ptr<const StepCostModel> cost, StepModelOf(s, pool.fit));
   BoundPool bound{pool.role, pool.replicas, pool.fit, kv, std::move(cost), nullptr, std::nullopt, std::nullopt};
   if (s.speculation.enabled() && s.speculation.draft) {
     FP_ASSIGN_OR_RETURN(BoundDraft draft, BindDraft(s.speculation, m, kv, CostContext(s, pool.fit)));
@@ -191,6 +182,17 @@ Json AdmissionJson(const AdmissionConfig& a) {
 }
 
 }  // namespace
+
+Expected<std::shared_ptr<const StepCostModel>> StepModelOf(const Scenario& s, const FitRequest& fit) {
+  const StepModelContext ctx = CostContext(s, fit);
+  if (s.step_model) {
+    FP_ASSIGN_OR_RETURN(auto model, MakeStepCostModel(*s.step_model, ctx));
+    return std::shared_ptr<const StepCostModel>(std::move(model));
+  }
+  FP_ASSIGN_OR_RETURN(auto model, MakeDefaultStepCostModel(ctx));
+  return std::shared_ptr<const StepCostModel>(std::move(model));
+}
+
 
 int64_t FleetPlan::replicas() const {
   int64_t n = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -233,6 +235,61 @@ std::string Fleet(const Json& plan) {
   return out + Layouts(plan);
 }
 
+// The decision at both edges of the step model's stated error, and why the layouts differ.
+std::string ModelError(const Json& plan) {
+  const Json& m = Get(plan, "model_error");
+  if (!m.is_object()) return Para("Not judged: " + WhyNot(plan, {"coverage", "fit", "capacity"}) + ".");
+  std::string out = Para(fmt::format(
+      "The step model is {} on {}; measured step times ran up to {}% longer than it predicts ({}). The benchmark's "
+      "rates are {}: {}",
+      Plain(Get(m, "step_model")), Plain(Get(m, "gpu")), N(Json(100 * Num(Get(m, "band")))), Plain(Get(m, "basis")),
+      Plain(Get(m, "benchmark_method")),
+      Str(Get(m, "benchmark_method")) == "simulated"
+          ? "at the pessimistic edge every step is that much longer and each rate per replica that much lower."
+          : "they carry no model error; only the simulations that verify the fleet do."));
+  const bool inside = Get(m, "inside_band").is_array() && !Get(m, "inside_band").empty();
+  out += Para(inside ? fmt::format("Inside the band the model cannot separate the pick from {}: a measured benchmark "
+                                   "decides.", List(Get(m, "inside_band")))
+                     : "The pick is the cheapest at both edges.",
+              inside ? "bad" : "good");
+  std::vector<std::string> series;
+  std::map<std::string, std::vector<double>> cost;
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& e : Get(m, "edges")) {
+    series.push_back(fmt::format("{} (steps x{})", Str(Get(e, "edge")), N(Get(e, "step_time_scale"))));
+    for (const Json& f : Get(e, "fleets")) {
+      const bool sized = Get(f, "sized").is_boolean() && Get(f, "sized").get<bool>();
+      cost[Str(Get(f, "layout"))].push_back(sized ? Num(Get(f, "per_month")) : std::numeric_limits<double>::quiet_NaN());
+      rows.push_back({Text(Get(e, "edge")), Text(Get(f, "layout")) + (Get(e, "cheapest") == Get(f, "layout") ? " <strong>(cheapest)</strong>" : ""),
+                      N(Get(f, "replica_rate_per_s")), sized ? N(Get(f, "replicas"), 9) : "not sized",
+                      sized ? N(Get(f, "gpus"), 9) : "-", sized ? Money(Get(f, "per_month")) : "-",
+                      Get(f, "within_budget").is_boolean() ? (Get(f, "within_budget").get<bool>() ? "yes" : "no") : "-"});
+    }
+  }
+  std::vector<BarGroup> cost_groups;
+  for (const auto& [layout, values] : cost) cost_groups.push_back(BarGroup{layout, values, std::nullopt});
+  std::vector<BarGroup> split_groups;
+  std::vector<std::vector<std::string>> split_rows;
+  for (const Json& l : Get(m, "layouts")) {
+    for (const char* at : {"batch_1", "operating_point"}) {
+      const Json& s = Get(l, at);
+      const double step = Num(Get(s, "step_ms"));
+      const double coll = Num(Get(s, "collectives_ms"));
+      const std::string where = std::string(at) == "batch_1" ? "batch 1" : "operating point";
+      split_groups.push_back(BarGroup{Str(Get(l, "layout")) + " " + where, {step - coll, coll}, std::nullopt});
+      split_rows.push_back({Text(Get(l, "layout")), HtmlEscape(where), N(Get(s, "decodes"), 9), N(Get(s, "prefill_tokens"), 9),
+                            N(Get(s, "step_ms")), N(Get(s, "collectives_ms")), Pct(Get(s, "collective_share"))});
+    }
+  }
+  const std::vector<std::string> split_series = {"rest of the step", "collectives"};
+  out += Charts({BarChart(ChartFrame{"Fleet cost at each edge of the model's error", "layout", "$/month"}, series, cost_groups),
+                 BarChart(ChartFrame{"A decode step, ms (why the layouts differ)", "layout and load", "ms"}, split_series,
+                          split_groups)});
+  out += HtmlTable({"edge", "layout", "rate per replica/s", "replicas", "GPUs", "per month", "within budget"}, rows);
+  out += HtmlTable({"layout", "load", "decodes", "prompt tokens", "step ms", "collectives ms", "collective share"}, split_rows);
+  return out;
+}
+
 std::string Simulation(const Json& plan) {
   const Json& s = Get(plan, "simulation");
   if (!s.is_object()) return Para("Not simulated: " + WhyNot(plan, {"coverage", "fit", "capacity"}) + ".");
@@ -411,6 +468,7 @@ const std::vector<SectionRow>& PlanSections() {
       {"checks", "Checks", &Checks},
       {"inputs", "Inputs", &Inputs},
       {"fleet", "Fleet", &Fleet},
+      {"model-error", "Model error", &ModelError},
       {"simulation", "Simulation at peak", &Simulation},
       {"gates", "Gates", &Gates},
       {"rollout", "Rollout", &Rollout},

@@ -6,10 +6,12 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fleetplan/capacity/spec.h"
 #include "fleetplan/capacity/verify.h"
+#include "fleetplan/perf/stated_error.h"
 #include "support/in_scratch.h"
 #include "support/small_scenarios.h"
 
@@ -397,6 +399,77 @@ price: {on_demand: 4/gpu-h}
   const Json j = CapacityJson(*r);
   EXPECT_EQ(j["chosen_layout"], "tp4");
   EXPECT_EQ(j["layouts"][0]["feasible"], false);
+}
+
+}  // namespace
+}  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+// A declared rate a replica cannot hold through the loss: the fleet sized from it misses
+// its target after the loss, so it is sized again at smaller shares of the rate until the
+// simulation meets the target, and every attempt is reported.
+TEST_F(Capacity, AFleetThatMissesThroughItsLossIsGrownUntilItMeetsTheTarget) {
+  auto searched = Load("replica_capacity: {search: {attainment: {interactive: 0.95}, low: 1/s, high: 64/s, duration: 30s}}\n");
+  ASSERT_TRUE(searched.ok()) << searched.status().message();
+  CapacityOptions quick;
+  quick.verify = false;
+  auto measured = SizeCapacity(*searched, quick);
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  const double rate = measured->layouts.front().replica_capacity["max_rate"]["rate_per_s"].get<double>();
+
+  std::string text = SpecText(fmt::format("replica_capacity: {{rate: {:.4f}/s}}\nverify: {{loss_at: 60s, duration: 150s}}\n",
+                                          1.5 * rate));
+  text.replace(text.find("east: 20/s"), 10, "east: 120/s");
+  auto spec = LoadCapacitySpecText(text, "cap.yaml", ".");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  auto r = SizeCapacity(*spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const LayoutCapacity& chosen = r->layouts[*r->chosen];
+  const Json& g = chosen.grown_for_loss;
+  ASSERT_TRUE(g.is_object()) << CapacityText(*r);
+  ASSERT_TRUE(g["share"].is_number()) << g.dump();
+  EXPECT_LT(g["share"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(chosen.verified_share, g["share"].get<double>());
+  EXPECT_GT(chosen.replicas, g["sized_replicas"].get<int64_t>());
+  const Json& attempts = g["attempts"];
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts.front()["share"], 1.0);
+  EXPECT_EQ(attempts.front()["replicas"], g["sized_replicas"]);
+  for (size_t i = 0; i + 1 < attempts.size(); ++i) {
+    EXPECT_FALSE(attempts[i]["meets_targets"].get<bool>());
+    EXPECT_LT(attempts[i]["replicas"].get<int64_t>(), attempts[i + 1]["replicas"].get<int64_t>());
+  }
+  EXPECT_TRUE(attempts.back()["meets_targets"].get<bool>());
+  EXPECT_EQ(attempts.back()["replicas"], chosen.replicas);
+  EXPECT_TRUE(chosen.simulated_after_loss["meets_targets"].get<bool>());
+  EXPECT_NE(CapacityText(*r).find("  grown for the loss: the "), std::string::npos) << CapacityText(*r);
+  const Json j = CapacityJson(*r);
+  EXPECT_EQ(j["grown_for_loss"], g);
+  // A declared rate is measured: it carries no model error.
+  EXPECT_TRUE(j["model_error"].is_null());
+}
+
+// A searched rate is simulated: each layout reports its fleet with every step as much
+// longer as the step model's stated error on its GPU.
+TEST_F(Capacity, ASearchedRateShowsTheFleetAtThePessimisticEdgeOfTheModelsError) {
+  auto spec = Load("replica_capacity: {search: {attainment: {interactive: 0.95}, low: 1/s, high: 64/s, duration: 30s}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  CapacityOptions opt;
+  opt.verify = false;
+  auto r = SizeCapacity(*spec, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const LayoutCapacity& l = r->layouts.front();
+  const Json& e = l.model_error;
+  ASSERT_TRUE(e.is_object());
+  const StatedError stated = StatedErrorOf(e["step_model"].get<std::string>(), e["gpu"].get<std::string>());
+  EXPECT_DOUBLE_EQ(e["band"].get<double>(), RoundForReport(stated.step_time, 6));
+  EXPECT_EQ(e["basis"], stated.basis);
+  EXPECT_NEAR(e["per_replica_rps"].get<double>(), l.per_replica_rps / (1 + stated.step_time), 1e-3);
+  EXPECT_GE(e["pessimistic"]["replicas"].get<int64_t>(), l.replicas);
+  EXPECT_GE(e["pessimistic"]["per_hour"].get<double>(), l.cost.per_hour);
+  EXPECT_NE(CapacityText(*r).find("  model error: "), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "fleetplan/decision/atlas_bundle.h"
 #include "fleetplan/decision/bundle.h"
 #include "fleetplan/evidence/signing.h"
+#include "fleetplan/perf/stated_error.h"
 #include "support/in_scratch.h"
 #include "support/files.h"
 
@@ -60,6 +62,10 @@ class PlanTest : public testing::InScratch {
     // fifth of the time.
     Edit("b/workload.yaml", "peak: {us-east: 40/s, us-west: 25/s}", "peak: {us-east: 8/s, us-west: 5/s}");
     Edit("b/policy.yaml", "simulation: {duration: 4m}", "simulation: {duration: 2m}");
+    // The benchmark's rates taken as measured: at a fifth of the peak the committed GPUs
+    // price tp4 and tp8 alike, which the model's error cannot separate (the ModelError tests
+    // below keep them simulated).
+    Edit("b/benchmark.yaml", "method: simulated", "method: measured");
     // The one-minute windows hold 35 research requests: enough at a minimum of 20.
     Edit("b/rollout/ladder.yaml", "metrics: {ttft_ms: {min_samples: 50}, e2e_ms: {min_samples: 50}}",
          "metrics: {ttft_ms: {min_samples: 20}, e2e_ms: {min_samples: 20}}");
@@ -101,12 +107,13 @@ TEST_F(PlanTest, TheBaseBundlePassesAndPromotes) {
   const Json plan = Plan();
   EXPECT_EQ(plan["decision"]["release"], "pass") << plan["decision"].dump(2);
   EXPECT_EQ(plan["decision"]["stage"]["rollout"], "promote");
-  // The cheapest of the sized candidates is chosen.
+  // The cheapest of the sized candidates is chosen (ties: fewer GPUs).
   std::string cheapest;
-  double best = 1e300;
+  std::pair<double, int64_t> best{1e300, 0};
   for (const Json& c : plan["capacity"]["candidates"]) {
-    if (c["sized"].get<bool>() && c["per_hour"].get<double>() < best) {
-      best = c["per_hour"].get<double>();
+    const std::pair<double, int64_t> cost{c["per_hour"].get<double>(), c["gpus"].get<int64_t>()};
+    if (c["sized"].get<bool>() && cost < best) {
+      best = cost;
       cheapest = c["layout"].get<std::string>();
     }
   }
@@ -458,6 +465,90 @@ TEST_F(PlanTest, SensitivityNamesWhatWouldReopenTheDecision) {
     EXPECT_FALSE(t["trigger"].get<std::string>().empty());
     EXPECT_FALSE(t["evidence"].get<std::string>().empty());
   }
+}
+
+}  // namespace
+}  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+// The benchmark's rates simulated (as Atlas ships them): at a fifth of the peak the committed
+// GPUs price tp4 and tp8 alike, so the pick at the pessimistic edge of the model's error is
+// no cheaper than the other layout as sized, and the plan holds for a measured benchmark.
+TEST_F(PlanTest, ASimulatedBenchmarkTheModelsErrorCannotSeparateHolds) {
+  Edit("b/benchmark.yaml", "method: measured", "method: simulated");
+  const Json plan = Plan();
+  EXPECT_EQ(Deciding(plan), (std::set<std::string>{"model-error"})) << plan["decision"].dump(2);
+  EXPECT_EQ(plan["decision"]["release"], "hold");
+  const std::string why = ReasonOf(plan, "model-error");
+  EXPECT_NE(why.find("inside the model's error (aiconfigurator on h100-sxm-80g, +22.4 % step time)"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("a measured benchmark of both (method: measured) decides"), std::string::npos) << why;
+  const Json& e = plan["model_error"];
+  EXPECT_EQ(e["benchmark_method"], "simulated");
+  EXPECT_FALSE(e["inside_band"].empty());
+  ASSERT_EQ(e["edges"].size(), 2u);
+  EXPECT_EQ(e["edges"][0]["edge"], "nominal");
+  EXPECT_EQ(e["edges"][1]["edge"], "pessimistic");
+  EXPECT_DOUBLE_EQ(e["edges"][1]["step_time_scale"].get<double>(), 1 + e["band"].get<double>());
+  // Each layout's rate at the pessimistic edge is its nominal one divided by 1 + band.
+  for (size_t i = 0; i < e["edges"][0]["fleets"].size(); ++i) {
+    const double nominal = e["edges"][0]["fleets"][i]["replica_rate_per_s"].get<double>();
+    const double pessimistic = e["edges"][1]["fleets"][i]["replica_rate_per_s"].get<double>();
+    EXPECT_NEAR(pessimistic, nominal / (1 + e["band"].get<double>()), 1e-3 * nominal);
+  }
+}
+
+// Why the layouts differ, from the deployment's own step model on the inventory's GPU:
+// each candidate's decode step at batch 1 and at its operating point, with the collectives
+// split out. A measured benchmark moves no rate: both edges size the same fleets.
+TEST_F(PlanTest, TheModelErrorSectionExplainsTheLayoutsDecodeSteps) {
+  const Json plan = Plan();
+  const Json& e = plan["model_error"];
+  ASSERT_TRUE(e.is_object()) << plan.dump(2).substr(0, 2000);
+  EXPECT_EQ(e["step_model"], "aiconfigurator");
+  EXPECT_EQ(e["gpu"], "h100-sxm-80g");
+  EXPECT_DOUBLE_EQ(e["band"].get<double>(), StatedErrorOf("aiconfigurator", "h100-sxm-80g").step_time);
+  EXPECT_EQ(e["benchmark_method"], "measured");
+  EXPECT_EQ(e["edges"][0]["fleets"], e["edges"][1]["fleets"]);
+  EXPECT_TRUE(e["inside_band"].empty());
+  ASSERT_EQ(e["layouts"].size(), 2u);
+  std::map<std::string, Json> by;
+  for (const Json& l : e["layouts"]) by[l["layout"].get<std::string>()] = l;
+  ASSERT_TRUE(by.contains("tp4") && by.contains("tp8"));
+  for (const auto& [name, l] : by) {
+    for (const char* at : {"batch_1", "operating_point"}) {
+      const Json& s = l[at];
+      EXPECT_GT(s["collectives_ms"].get<double>(), 0) << name << " " << at;
+      EXPECT_LT(s["collectives_ms"].get<double>(), s["step_ms"].get<double>()) << name << " " << at;
+      EXPECT_NEAR(s["collective_share"].get<double>(), s["collectives_ms"].get<double>() / s["step_ms"].get<double>(),
+                  1e-3);
+    }
+    EXPECT_EQ(l["batch_1"]["decodes"], 1);
+    EXPECT_GE(l["operating_point"]["decodes"].get<int64_t>(), 1);
+    // The operating point carries more work a step than batch 1.
+    EXPECT_GT(l["operating_point"]["step_ms"].get<double>(), l["batch_1"]["step_ms"].get<double>()) << name;
+  }
+  // tp8 reads half the weights per GPU that tp4 does, and all-reduces across twice the ranks.
+  EXPECT_LT(by["tp8"]["batch_1"]["step_ms"].get<double>(), by["tp4"]["batch_1"]["step_ms"].get<double>());
+  EXPECT_GT(by["tp8"]["batch_1"]["collectives_ms"].get<double>(), by["tp4"]["batch_1"]["collectives_ms"].get<double>());
+  EXPECT_EQ(e["reasoning"].size(), 3u);
+  EXPECT_NE(plan.dump().find("\"name\":\"model-error\""), std::string::npos);
+}
+
+TEST_F(PlanTest, ABenchmarkMethodOtherThanMeasuredOrSimulatedIsALocatedError) {
+  Edit("b/benchmark.yaml", "method: measured", "method: guessed");
+  auto bundle = LoadPlanBundle("b/plan.yaml");
+  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+  PlanOptions o;
+  o.as_of = *ParseUtcTime(kAsOf);
+  o.sensitivity = false;
+  auto r = RunPlan(*bundle, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("benchmark.yaml:"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("expected 'measured' or 'simulated', got 'guessed'"), std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

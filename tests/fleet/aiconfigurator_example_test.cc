@@ -70,3 +70,22 @@ TEST(AiconfiguratorExample, RunsOnTheSharedH100Tables) {
 
 }  // namespace
 }  // namespace fleetplan
+
+namespace fleetplan {
+namespace {
+
+// examples/atlas-roofline.yaml: Atlas with only the roofline step model named, the
+// comparison docs/step-models.md draws against the built-in default.
+TEST(RooflineExample, IsAtlasWithTheRooflineNamed) {
+  std::ifstream in(std::string(FLEETPLAN_SOURCE_DIR) + "/examples/atlas-roofline.yaml");
+  ASSERT_TRUE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(Keys(text.str()), Keys(AtlasScenarioYaml()));
+  EXPECT_NE(text.str().find("  step_model:\n    kind: roofline"), std::string::npos);
+  const Expected<Scenario> s = LoadScenario(std::string(FLEETPLAN_SOURCE_DIR) + "/examples/atlas-roofline.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+}
+
+}  // namespace
+}  // namespace fleetplan

@@ -102,7 +102,7 @@ TEST(Scenario, AtlasLoadsAndNamesItsDerivedValues) {
   EXPECT_EQ(s->fit.memory.layout.tp, 4);
   EXPECT_EQ(s->engine.scheduler.policy, "bounded-chunk");
   EXPECT_EQ(s->engine.scheduler.max_decode_stall, Ms(150));
-  EXPECT_EQ(s->engine.host_overhead, Us(400));
+  EXPECT_EQ(s->engine.host_overhead, Us(1322));  // vLLM 0.10 on the default (kernel) step model
   EXPECT_EQ(s->router.telemetry_delay, Ms(50));
   EXPECT_EQ(s->workload.classes.size(), 3u);
 }

@@ -69,7 +69,7 @@ search:
 """
 
 # The plan page's sections (report/plan_page.h), in order, and the built-in bundle's --as-of.
-PLAN_SECTIONS = ["decision", "checks", "inputs", "fleet", "simulation", "gates", "rollout", "sensitivity", "digest"]
+PLAN_SECTIONS = ["decision", "checks", "inputs", "fleet", "model-error", "simulation", "gates", "rollout", "sensitivity", "digest"]
 PLAN_AS_OF = "2026-12-01T00:00:00Z"
 
 # The validate page's sections (report/validate_page.h), in order; a setup and three
@@ -340,7 +340,7 @@ def main():
                        stdout=subprocess.DEVNULL, timeout=300)
     assert p.returncode in (0, 1), f"fleetplan plan exited {p.returncode}"
     plan = os.path.join(work, "plan", "report.html")
-    check_report(chromium, work, plan, "plan", ["fleet", "simulation", "rollout"], height=3600,
+    check_report(chromium, work, plan, "plan", ["fleet", "model-error", "simulation", "rollout"], height=3600,
                  sections=PLAN_SECTIONS)
     with open(plan) as f:
         page = f.read()

@@ -65,14 +65,14 @@ TEST(PlanPage, HasEverySectionInOrderWithTheDecisionFirst) {
   const size_t release = html.find(R"(<p class="verdict release warn" id="release">Release: hold</p>)");
   ASSERT_NE(release, std::string::npos);
   EXPECT_LT(release, Section(html, "checks"));
-  EXPECT_NE(html.find("<p>release hold: tp8 on h100-sxm-80g (1 per 8-GPU node), 23 replicas across 4 domains"),
+  EXPECT_NE(html.find("<p>release hold: tp8 on h100-sxm-80g (1 per 8-GPU node), 36 replicas across 4 domains"),
             std::string::npos);
   EXPECT_NE(html.find("<h3>Deciding reasons</h3>"), std::string::npos);
   EXPECT_NE(html.find(R"(<td><span class="badge hold">hold</span></td><td>rollout</td><td><span>hold at canary-1 (1% )"
                       R"(traffic): canary-1: ttft_ms: no data to decide on)"),
             std::string::npos);
   EXPECT_NE(html.find("<td>decision=hold; stage=canary-1; traffic=0.01</td>"), std::string::npos);
-  EXPECT_NE(html.find("<code>sha256:22ed64657091ee3dc88bcb6588c5227c62239bf0c50746a62095649611f74dc6</code>"),
+  EXPECT_NE(html.find("<code>sha256:76197dba191d5c1fd05ae8c4f2ac41eeeadebb0e48aef652543df13a7855ad62</code>"),
             std::string::npos);
 }
 
@@ -86,10 +86,10 @@ TEST(PlanPage, ShowsTheFleetTheSimulationAndTheLadder) {
                       "<td>cluster inventory export, us-east and us-west</td>"),
             std::string::npos);
   // Replicas per domain as bars, the chosen candidate marked.
-  EXPECT_NE(html.find("<title>us-east-a replicas: 6</title>"), std::string::npos);
-  EXPECT_NE(html.find("<title>us-west-b replicas: 3</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>us-east-a replicas: 9</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>us-west-b replicas: 5</title>"), std::string::npos);
   EXPECT_NE(html.find("<td>tp8 <strong>(chosen)</strong></td>"), std::string::npos);
-  EXPECT_NE(html.find("$562.4/h ($410552/month). The size is set by domain:us-east-a"), std::string::npos);
+  EXPECT_NE(html.find("$988.8/h ($721824/month). The size is set by domain:us-east-a"), std::string::npos);
   // Attainment per class against the policy's targets.
   EXPECT_NE(html.find("<title>interactive attainment: 100%</title>"), std::string::npos);
   EXPECT_NE(html.find("<title>interactive target: 99%</title>"), std::string::npos);
@@ -101,9 +101,35 @@ TEST(PlanPage, ShowsTheFleetTheSimulationAndTheLadder) {
             std::string::npos);
   // Sensitivity and the review triggers.
   EXPECT_NE(html.find("<td>peak_traffic</td><td><span>2x</span></td>"), std::string::npos);
-  EXPECT_NE(html.find("<td>factor=1.085; peak_per_s=70.52</td>"), std::string::npos);
-  EXPECT_NE(html.find("<td><span>a sustained peak above 70.5/s (x1.085 the declared 65/s) needs 24 x tp8"),
+  EXPECT_NE(html.find("<td>factor=1.005; peak_per_s=65.32</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td><span>a sustained peak above 65.3/s (x1.005 the declared 65/s) needs 37 x tp8"),
             std::string::npos);
+}
+
+// The decision at both edges of the step model's stated error, as a chart and a table,
+// and each layout's decode step split into collectives and the rest.
+TEST(PlanPage, ShowsTheModelErrorBandAndWhyTheLayoutsDiffer) {
+  const std::string html = PlanHtml(Fixture());
+  const size_t at = Section(html, "model-error");
+  ASSERT_NE(at, std::string::npos);
+  const std::string section = html.substr(at, Section(html, "simulation") - at);
+  EXPECT_NE(section.find("The step model is aiconfigurator on h100-sxm-80g; measured step times ran up to 22.4% longer"),
+            std::string::npos) << section.substr(0, 600);
+  EXPECT_NE(section.find("The pick is the cheapest at both edges."), std::string::npos);
+  EXPECT_NE(section.find("<title>Fleet cost at each edge of the model&#39;s error</title>"), std::string::npos);
+  EXPECT_NE(section.find("A decode step, ms (why the layouts differ)"), std::string::npos);
+  EXPECT_NE(section.find("<td>pessimistic</td><td>tp8 <strong>(cheapest)</strong></td>"), std::string::npos);
+  EXPECT_NE(section.find("<td>tp8</td><td>batch 1</td><td class=\"n\">1</td>"), std::string::npos) << section;
+  EXPECT_NE(section.find("<title>tp8 operating point collectives: "), std::string::npos);
+  // tp4 does not fit the domains at the pessimistic edge: no bar, and the table says so.
+  EXPECT_EQ(section.find("<title>tp4 pessimistic (steps x1.22): "), std::string::npos);
+  EXPECT_NE(section.find("<td>pessimistic</td><td>tp4</td><td class=\"n\">0.89</td><td>not sized</td>"), std::string::npos)
+      << section;
+  // A plan that sized no fleet judged no model error, and says why.
+  Json failed = Fixture();
+  failed["model_error"] = nullptr;
+  failed["capacity"] = nullptr;
+  EXPECT_NE(PlanHtml(failed).find("Not judged: "), std::string::npos);
 }
 
 TEST(PlanPage, AFailedPlanNamesItsReasonAndWhatItDidNotReach) {

@@ -132,6 +132,18 @@ struct LayoutCapacity {
   FleetCost cost;
   bool within_budget = true;
   Json simulated_after_loss;  // null until verified
+  // The share of the rate per replica the fleet was finally sized at: below 1 when the
+  // fleet as first sized missed its targets through the loss and was grown until it met
+  // them (SizeCapacity with verify).
+  double verified_share = 1;
+  // null unless grown: {sized_replicas, share (null: no share down to 0.70 met them),
+  // attempts: [{share, replicas, meets_targets, attainment}]}.
+  Json grown_for_loss;
+  // A simulated rate (search, sweep file) carries the step model's stated error: {step_model,
+  // gpu, band, basis, per_replica_rps, pessimistic: {replicas, gpus, per_hour, per_month,
+  // within_budget} or {reason}}, the fleet with every step 1 + band as long. null for a
+  // declared rate.
+  Json model_error;
 };
 
 struct CapacityResult {
@@ -139,6 +151,9 @@ struct CapacityResult {
   std::vector<LayoutCapacity> layouts;
   std::optional<size_t> chosen;  // the cheapest sized layout (ties: fewer GPUs, then order)
   bool within_budget = true;     // of the chosen layout
+  // Sized layouts the model cannot separate from the chosen one: each one whose fleet is
+  // no dearer than the chosen layout's at its pessimistic edge (LayoutCapacity::model_error).
+  std::vector<size_t> inside_band;
 };
 
 struct CapacityOptions {
