@@ -263,11 +263,14 @@ std::string ModelError(const Json& plan) {
       rows.push_back({Text(Get(e, "edge")), Text(Get(f, "layout")) + (Get(e, "cheapest") == Get(f, "layout") ? " <strong>(cheapest)</strong>" : ""),
                       N(Get(f, "replica_rate_per_s")), sized ? N(Get(f, "replicas"), 9) : "not sized",
                       sized ? N(Get(f, "gpus"), 9) : "-", sized ? Money(Get(f, "per_month")) : "-",
-                      Get(f, "within_budget").is_boolean() ? (Get(f, "within_budget").get<bool>() ? "yes" : "no") : "-"});
+                      sized && Get(f, "within_budget").is_boolean() ? (Get(f, "within_budget").get<bool>() ? "yes" : "no")
+                                                                   : "-"});
     }
   }
   std::vector<BarGroup> cost_groups;
-  for (const auto& [layout, values] : cost) cost_groups.push_back(BarGroup{layout, values, std::nullopt});
+  const Json& budget = Get(Get(plan, "capacity"), "budget", "per_month");
+  const std::optional<double> budget_tick = budget.is_number() ? std::optional<double>(Num(budget)) : std::nullopt;
+  for (const auto& [layout, values] : cost) cost_groups.push_back(BarGroup{layout, values, budget_tick});
   std::vector<BarGroup> split_groups;
   std::vector<std::vector<std::string>> split_rows;
   for (const Json& l : Get(m, "layouts")) {
@@ -282,7 +285,10 @@ std::string ModelError(const Json& plan) {
     }
   }
   const std::vector<std::string> split_series = {"rest of the step", "collectives"};
-  out += Charts({BarChart(ChartFrame{"Fleet cost at each edge of the model's error", "layout", "$/month"}, series, cost_groups),
+  out += Charts({BarChart(ChartFrame{budget_tick ? "Fleet cost at each edge of the model's error (tick: the budget)"
+                                             : "Fleet cost at each edge of the model's error",
+                                 "layout", "$/month"},
+                      series, cost_groups),
                  BarChart(ChartFrame{"A decode step, ms (why the layouts differ)", "layout and load", "ms"}, split_series,
                           split_groups)});
   out += HtmlTable({"edge", "layout", "rate per replica/s", "replicas", "GPUs", "per month", "within budget"}, rows);

@@ -116,14 +116,14 @@ TEST(PlanPage, ShowsTheModelErrorBandAndWhyTheLayoutsDiffer) {
   EXPECT_NE(section.find("The step model is aiconfigurator on h100-sxm-80g; measured step times ran up to 22.4% longer"),
             std::string::npos) << section.substr(0, 600);
   EXPECT_NE(section.find("The pick is the cheapest at both edges."), std::string::npos);
-  EXPECT_NE(section.find("<title>Fleet cost at each edge of the model&#39;s error</title>"), std::string::npos);
+  EXPECT_NE(section.find("<title>Fleet cost at each edge of the model&#39;s error (tick: the budget)</title>"), std::string::npos);
   EXPECT_NE(section.find("A decode step, ms (why the layouts differ)"), std::string::npos);
   EXPECT_NE(section.find("<td>pessimistic</td><td>tp8 <strong>(cheapest)</strong></td>"), std::string::npos);
   EXPECT_NE(section.find("<td>tp8</td><td>batch 1</td><td class=\"n\">1</td>"), std::string::npos) << section;
   EXPECT_NE(section.find("<title>tp8 operating point collectives: "), std::string::npos);
   // tp4 does not fit the domains at the pessimistic edge: no bar, and the table says so.
   EXPECT_EQ(section.find("<title>tp4 pessimistic (steps x1.22): "), std::string::npos);
-  EXPECT_NE(section.find("<td>pessimistic</td><td>tp4</td><td class=\"n\">0.89</td><td>not sized</td>"), std::string::npos)
+  EXPECT_NE(section.find("<td>pessimistic</td><td>tp4</td><td class=\"n\">0.89</td><td>not sized</td><td class=\"n\">-</td><td class=\"n\">-</td><td class=\"n\">-</td>"), std::string::npos)
       << section;
   // A plan that sized no fleet judged no model error, and says why.
   Json failed = Fixture();
