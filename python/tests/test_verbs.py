@@ -37,13 +37,14 @@ def test_not_fitting_is_an_answer(cli):
 
 
 def test_fit_errors_name_the_flag():
-    with pytest.raises(fleetplan.InputError) as e:
+    # A bad argument value is a usage error (code 2), as a bad flag value is on the CLI.
+    with pytest.raises(fleetplan.UsageError) as e:
         fleetplan.fit(model="atlas-70b", gpu="h100-sxm-80g", tp="four")
     assert e.value.field == "--tp"
     assert "expected an integer, got 'four'" in e.value.detail
-    with pytest.raises(fleetplan.InputError) as e:
+    with pytest.raises(fleetplan.UsageError) as e:
         fleetplan.fit(model="atlas-7b", gpu="h100-sxm-80g")
-    assert e.value.code == 3 and "atlas-70b" in str(e.value)
+    assert e.value.code == 2 and "atlas-70b" in str(e.value)
     with pytest.raises(TypeError, match="unexpected keyword argument 'tensor_parallel'"):
         fleetplan.fit(model="atlas-70b", tensor_parallel=4)
 
@@ -60,6 +61,6 @@ def test_layout_usage_and_input_errors():
     with pytest.raises(fleetplan.UsageError) as e:
         fleetplan.layout(model="atlas-70b")  # --cluster is required
     assert e.value.code == 2 and "--cluster" in str(e.value)
-    with pytest.raises(fleetplan.InputError) as e:
+    with pytest.raises(fleetplan.UsageError) as e:
         fleetplan.layout(model="atlas-70b", cluster="2x8xh100-sxm-80g", batch="many")
     assert e.value.field == "--batch"

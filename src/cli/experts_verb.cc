@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/catalog/native_dtype.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
@@ -33,9 +34,7 @@ struct ExpertsFlags {
   bool json = false;
 };
 
-Status FlagError(std::string_view flag, std::string_view message) {
-  return LocatedError(SourceLocation{}, flag, message);
-}
+Status FlagError(std::string_view flag, std::string_view message) { return FlagValueError(flag, message); }
 
 Expected<int64_t> IntFlag(const TextFlag& f, std::string_view flag, int64_t min) {
   int64_t v = 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
@@ -51,9 +52,7 @@ struct LayoutFlags {
   bool quiet = false;
 };
 
-Status FlagError(std::string_view flag, std::string_view message) {
-  return LocatedError(SourceLocation{}, flag, message);
-}
+Status FlagError(std::string_view flag, std::string_view message) { return FlagValueError(flag, message); }
 
 Expected<int64_t> IntFlag(std::string_view flag, const std::string& text) {
   int64_t v = 0;

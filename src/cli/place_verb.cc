@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
@@ -40,7 +41,7 @@ Expected<Catalog> LoadCatalog(const std::vector<std::string>& paths) {
 Expected<std::vector<std::unique_ptr<PlacementPolicy>>> Policies(const PlaceFlags& f) {
   std::vector<std::unique_ptr<PlacementPolicy>> out;
   Expected<std::unique_ptr<PlacementPolicy>> chosen = MakePlacementPolicy(f.policy);
-  if (!chosen.ok()) return LocatedError(SourceLocation{}, "--policy", chosen.status().message());
+  if (!chosen.ok()) return FlagValueError("--policy", chosen.status().message());
   out.push_back(std::move(chosen).value());
   if (!f.compare) return out;
   for (const std::string& name : PlacementPolicyNames()) {

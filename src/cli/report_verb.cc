@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/units_parse.h"
@@ -38,12 +39,12 @@ Status RunReport(const ReportFlags& f, std::ostream& out) {
   request.class_given = f.class_option != nullptr && f.class_option->count() > 0;
   if (!f.window.empty()) {
     Expected<Duration> window = ParsePositiveDuration(f.window);
-    if (!window.ok()) return LocatedError(SourceLocation{}, "--window", window.status().message());
+    if (!window.ok()) return FlagValueError("--window", window.status().message());
     request.window = *window;
   }
   const std::optional<WindowBy> by = ParseWindowBy(f.window_by);
   if (!by) {
-    return LocatedError(SourceLocation{}, "--window-by",
+    return FlagValueError("--window-by",
                         fmt::format("unknown '{}'; expected arrival or finish", f.window_by));
   }
   request.window_by = *by;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/progress.h"
@@ -44,11 +45,11 @@ Expected<int64_t> ParseCount(std::string_view flag, const std::string& text, int
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if (ptr == end && !text.empty() && ec == std::errc::result_out_of_range) {
-    return InvalidInput(fmt::format("{}: expected an integer from {} to {}, got '{}'", flag, min,
-                                    std::numeric_limits<int64_t>::max(), text));
+    return FlagValueError(flag, fmt::format("expected an integer from {} to {}, got '{}'", min,
+                                            std::numeric_limits<int64_t>::max(), text));
   }
   if (ptr == end && !text.empty() && ec == std::errc() && v >= min) return v;
-  return InvalidInput(fmt::format("{}: expected an integer >= {}, got '{}'", flag, min, text));
+  return FlagValueError(flag, fmt::format("expected an integer >= {}, got '{}'", min, text));
 }
 
 // The progress line of a run: simulated time against the workload's duration when it has
@@ -140,7 +141,7 @@ Status RunSimulate(const SimulateFlags& f, std::ostream& out, std::ostream& err)
   }
   if (!f.duration.empty()) {
     auto d = ParsePositiveDuration(f.duration);
-    if (!d.ok()) return LocatedError(SourceLocation{}, "--duration", d.status().message());
+    if (!d.ok()) return FlagValueError("--duration", d.status().message());
     opt.duration = *d;
   }
   if (f.no_requests) opt.write_requests = false;

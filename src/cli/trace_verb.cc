@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/verbs.h"
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/catalog/catalog.h"
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/progress.h"
@@ -91,9 +92,7 @@ class RequestProgress {
   Progress progress_;
 };
 
-Status FlagError(std::string_view flag, std::string_view message) {
-  return InvalidInput(FormatLocatedError(SourceLocation{}, flag, message));
-}
+Status FlagError(std::string_view flag, std::string_view message) { return FlagValueError(flag, message); }
 
 Expected<int64_t> IntFlag(std::string_view flag, const std::string& text, int64_t min) {
   int64_t v = 0;

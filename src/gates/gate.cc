@@ -1,3 +1,4 @@
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/gates/gate.h"
 
 #include <algorithm>
@@ -84,8 +85,8 @@ std::optional<std::string> GateRequest::Option(std::string_view flag) const {
 
 Expected<double> ParseMsFlag(std::string_view flag, const std::string& text) {
   Expected<Duration> d = ParseDuration(text);
-  if (!d.ok()) return InvalidInput(fmt::format("{}: {}", flag, d.status().message()));
-  if (d->ns() <= 0) return InvalidInput(fmt::format("{}: expected a duration > 0, got '{}'", flag, text));
+  if (!d.ok()) return FlagValueError(flag, d.status().message());
+  if (d->ns() <= 0) return FlagValueError(flag, fmt::format("expected a duration > 0, got '{}'", text));
   return d->millis();
 }
 

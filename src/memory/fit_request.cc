@@ -1,3 +1,4 @@
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/memory/fit_request.h"
 
 #include <string>
@@ -261,6 +262,9 @@ DType DefaultKvDType(const ModelSpec& m) {
 ValueOrigin ValueOrigin::Flag(std::string flag) { return ValueOrigin{SourceLocation{}, std::move(flag)}; }
 
 Status ErrorAt(const ValueOrigin& origin, std::string_view message) {
+  // A value from the command line is a usage error (core/flag_error.h); one from a file is
+  // located there.
+  if (origin.where.file.empty() && origin.path.starts_with("--")) return FlagValueError(origin.path, message);
   return LocatedError(origin.where, origin.path, message);
 }
 

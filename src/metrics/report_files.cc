@@ -1,3 +1,4 @@
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/metrics/report_files.h"
 
 #include <fmt/format.h>
@@ -13,7 +14,7 @@ Expected<std::unique_ptr<RecordReader>> ReaderFor(const ReportFilesRequest& requ
   if (request.format) {
     *format = *request.format;
     Expected<std::unique_ptr<RecordReader>> reader = MakeRecordReader(*format, {request.default_class, "--class"});
-    if (!reader.ok()) return LocatedError(SourceLocation{}, "--format", reader.status().message());
+    if (!reader.ok()) return FlagValueError("--format", reader.status().message());
     return reader;
   }
   FP_ASSIGN_OR_RETURN(*format, DetectRecordFormat(request.records_path));
@@ -44,7 +45,7 @@ Status CheckSloClassesExist(const SloFile& slo, const ReportBuilder& builder, co
 
 Expected<Report> BuildReportFromFiles(const ReportFilesRequest& request) {
   if (request.window && *request.window <= Duration()) {
-    return LocatedError(SourceLocation{}, "--window",
+    return FlagValueError("--window",
                         fmt::format("expected a duration > 0, got '{}'", FormatDuration(*request.window)));
   }
   std::optional<SloFile> slo;

@@ -1,4 +1,5 @@
 // Expert placement, load, dispatch bytes, update pricing and generations (experts.h).
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/plan/experts.h"
 
 #include <fmt/format.h>
@@ -133,10 +134,10 @@ Expected<ExpertCounts> ReadExpertCountsFile(const std::string& path) {
 
 Status ValidateExpertShape(int64_t experts, int64_t ranks, int64_t redundant) {
   if (experts < 1 || experts > kMaxExperts) {
-    return InvalidInput(fmt::format("--counts: expected between 1 and {} experts, got {}", kMaxExperts, experts));
+    return FlagValueError("--counts", fmt::format("expected between 1 and {} experts, got {}", kMaxExperts, experts));
   }
   if (ranks < 1 || ranks > kMaxExpertRanks) {
-    return InvalidInput(fmt::format("--ranks: expected an integer between 1 and {}, got {}", kMaxExpertRanks, ranks));
+    return FlagValueError("--ranks", fmt::format("expected an integer between 1 and {}, got {}", kMaxExpertRanks, ranks));
   }
   if (experts % ranks != 0) {
     return InvalidInput(

@@ -1,4 +1,5 @@
 // `fleetplan experts` analysis and its reports (experts_report.h).
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/plan/experts_report.h"
 
 #include <fmt/format.h>
@@ -50,12 +51,12 @@ Expected<ExpertsResult> AnalyzeExperts(const ExpertsRequest& request) {
   int64_t assignments = 0;
   for (const int64_t count : request.counts.totals) {
     if (count < 0 || count > kMaxAssignments - assignments) {
-      return InvalidInput(fmt::format("--counts: the counts sum to more than {} routed assignments", kMaxAssignments));
+      return FlagValueError("--counts", fmt::format("the counts sum to more than {} routed assignments", kMaxAssignments));
     }
     assignments += count;
   }
   if (request.bytes_per_assignment.count() < 0 || request.bytes_per_assignment.count() > kMaxAssignmentBytes) {
-    return InvalidInput(fmt::format("--hidden: expected at most {} bytes per assignment, got {}", kMaxAssignmentBytes,
+    return FlagValueError("--hidden", fmt::format("expected at most {} bytes per assignment, got {}", kMaxAssignmentBytes,
                                     request.bytes_per_assignment.count()));
   }
   ExpertsResult r;

@@ -1,4 +1,5 @@
 // Layout search (layout.h): enumerate, reject with a reason, time, rank.
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/plan/layout.h"
 
 #include <fmt/format.h>
@@ -52,9 +53,7 @@ std::vector<GpuClass> ClassesOf(const Cluster& c) {
   return classes;
 }
 
-Status FlagError(std::string_view flag, std::string_view message) {
-  return LocatedError(SourceLocation{}, flag, message);
-}
+Status FlagError(std::string_view flag, std::string_view message) { return FlagValueError(flag, message); }
 
 Status CheckRange(std::string_view flag, int64_t v, int64_t max) {
   if (v >= 1 && v <= max) return Status::Ok();

@@ -1,5 +1,6 @@
 // The choice among simulated layouts (layout_choice.h): goodput, then failure domains in
 // the close band, then staging where the model cannot separate the candidates.
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/plan/layout_choice.h"
 
 #include <fmt/format.h>
@@ -19,7 +20,7 @@ constexpr std::array<std::pair<LossDomain, std::string_view>, 3> kDomains = {
     {{LossDomain::kNode, "node"}, {LossDomain::kRack, "rack"}, {LossDomain::kZone, "zone"}}};
 
 Status StagingError(std::string_view text, std::string_view message) {
-  return LocatedError(SourceLocation{}, "--staging", fmt::format("{}: {}", QuoteValue(text), message));
+  return FlagValueError("--staging", fmt::format("{}: {}", QuoteValue(text), message));
 }
 
 constexpr std::string_view kStagingForm = "expected SPEC=FILE with SPEC like tp4, tp4xdp2 or tp8xpp2xep1xdp1";
@@ -56,7 +57,7 @@ Expected<LossDomain> ParseLossDomain(std::string_view name) {
   for (const auto& [domain, n] : kDomains) {
     if (n == name) return domain;
   }
-  return LocatedError(SourceLocation{}, "--failure-domain",
+  return FlagValueError("--failure-domain",
                       UnknownNameMessage("failure domain", name, std::vector<std::string>{"node", "rack", "zone"}));
 }
 

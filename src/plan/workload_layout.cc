@@ -1,5 +1,6 @@
 // A layout decided on the workload (workload_layout.h): operating points from the
 // scenario's workload, the static ranking at each, the top K simulated, crossovers.
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/plan/workload_layout.h"
 
 #include <fmt/format.h>
@@ -23,9 +24,7 @@
 namespace fleetplan {
 namespace {
 
-Status FlagError(std::string_view flag, std::string_view message) {
-  return LocatedError(SourceLocation{}, flag, message);
-}
+Status FlagError(std::string_view flag, std::string_view message) { return FlagValueError(flag, message); }
 
 // Mean lengths and the arrival rate of the first kWorkloadSample requests. A closed-loop
 // source is fed each request's end at its own arrival so that it keeps drawing.

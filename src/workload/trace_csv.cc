@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 
+#include "fleetplan/core/flag_error.h"
 #include "fleetplan/core/calendar.h"
 #include "fleetplan/core/limits.h"
 #include "fleetplan/core/wording.h"
@@ -312,7 +313,7 @@ class PlainCsvRowParser final : public CsvRowParser {
 
 Status RejectDropFailed(const TraceReadOptions& options, std::string_view format) {
   if (!options.drop_failed) return Status::Ok();
-  return InvalidInput(fmt::format("--drop-failed applies to burstgpt traces only (this is {})", format));
+  return FlagValueError("--drop-failed", fmt::format("applies to burstgpt traces only (this is {})", format));
 }
 
 Expected<std::unique_ptr<RowParser>> MakeAzureRowParser(const TraceReadOptions& options) {

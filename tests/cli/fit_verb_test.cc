@@ -129,12 +129,12 @@ TEST(FitVerb, ShorterWindowReducesKvNotWeights) {
 
 TEST(FitVerb, UnknownModelAndGpuSuggestTheNearestName) {
   CliRun r = Fit({"--model", "atlas-7b", "--gpu", "h100-sxm-80g"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, fmt::format("--model: unknown model 'atlas-7b'; did you mean 'atlas-70b'? "
                                "(valid: {})\n",
                                ValidNames(Keys(Catalog::Builtin().models()))));
   r = Fit({"--model", "atlas-70b", "--gpu", "h100-sxm-80gb"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, fmt::format("--gpu: unknown gpu 'h100-sxm-80gb'; did you mean 'h100-sxm-80g'? "
                                "(valid: {})\n",
                                ValidNames(Keys(Catalog::Builtin().gpus()))));
@@ -142,7 +142,7 @@ TEST(FitVerb, UnknownModelAndGpuSuggestTheNearestName) {
 
 TEST(FitVerb, TpThatDoesNotDivideTheHeads) {
   const CliRun r = Fit({"--model", "atlas-70b", "--gpu", "h100-sxm-80g", "--tp", "3"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--tp: tp 3 does not divide the 64 attention heads of 'atlas-70b' (valid tp: "
                    "1, 2, 4, 8, 16, 32, 64)\n");
 }
@@ -166,7 +166,7 @@ TEST(FitVerb, ZeroNegativeAndMalformedValues) {
   };
   for (const Case& c : cases) {
     const CliRun r = Fit(QuickStartWith(c.extra));
-    EXPECT_EQ(r.code, 3) << c.extra[0];
+    EXPECT_EQ(r.code, 2) << c.extra[0];
     EXPECT_EQ(r.err, c.err);
     EXPECT_EQ(r.out, "");
   }
@@ -174,11 +174,11 @@ TEST(FitVerb, ZeroNegativeAndMalformedValues) {
 
 TEST(FitVerb, UnknownUnitAndFormat) {
   CliRun r = Fit(QuickStartWith({"--gpu-memory", "80GX"}));
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, StartsWith("--gpu-memory: "));
   EXPECT_THAT(r.err, HasSubstr("'80GX'"));
   r = Fit(QuickStartWith({"--kv-dtype", "fp9"}));
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--kv-dtype: unknown dtype 'fp9'; did you mean 'fp8'? (valid: bf16, fp16, fp8, "
                    "int8, int4, fp4, fp32)\n");
 }

@@ -48,7 +48,7 @@ TEST_F(SpeculationVerb, PrintsTheContractKeys) {
 TEST_F(SpeculationVerb, UsageAndInputErrorsHaveTheirExitCodes) {
   const std::string file = Write("rounds.jsonl", kSeedRounds);
   EXPECT_EQ(testing::RunFleetplan({"gate", "speculation", file}).code, 2);  // --ordinary is required
-  EXPECT_EQ(testing::RunFleetplan({"gate", "speculation", file, "--ordinary", "8"}).code, 3);
+  EXPECT_EQ(testing::RunFleetplan({"gate", "speculation", file, "--ordinary", "8"}).code, 2);
   EXPECT_EQ(testing::RunFleetplan({"gate", "speculation", "absent.jsonl", "--ordinary", "8ms"}).code, 3);
   EXPECT_EQ(testing::RunFleetplan({"gate", "speculation", file, file, file, "--ordinary", "8ms"}).code, 2);
 }

@@ -118,11 +118,11 @@ TEST_F(HardeningAccepts, S10_FitAndExpertsRefuseAFormatTheGpuLacksAsLayoutDoes) 
   EXPECT_THAT(layout.out, HasSubstr(gap));
   const CliRun fit = Fleetplan({"fit", "--model", "llama-3.1-8b", "--gpu", "h100-sxm-80g", "--weight-dtype", "fp4",
                                 "--context", "4096"});
-  EXPECT_EQ(fit.code, 3) << fit.out;
+  EXPECT_EQ(fit.code, 2) << fit.out;
   EXPECT_EQ(fit.err, "--weight-dtype: " + gap + "\n");
   const CliRun experts = Fleetplan({"experts", "--counts", "10,7,3,1,5,5,2,9", "--ranks", "2", "--model",
                                     "mixtral-8x7b", "--gpu", "h100-sxm-80g", "--weight-dtype", "fp4"});
-  EXPECT_EQ(experts.code, 3) << experts.out;
+  EXPECT_EQ(experts.code, 2) << experts.out;
   EXPECT_EQ(experts.err, "--weight-dtype: " + gap + "\n");
   // A scenario is read by the same rule, located at its value.
   const std::string scenario =

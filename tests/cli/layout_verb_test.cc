@@ -78,7 +78,7 @@ TEST(LayoutVerb, NothingFeasibleIsACheckFailure) {
 
 TEST(LayoutVerb, BadValuesAreLocatedAtTheirFlag) {
   CliResult r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--batch", "x"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--batch: expected an integer, got 'x'\n");
   r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "2x8xh100-sxm-80"});
   EXPECT_EQ(r.code, 3);
@@ -90,7 +90,7 @@ TEST(LayoutVerb, BadValuesAreLocatedAtTheirFlag) {
   EXPECT_EQ(r.code, 3);
   EXPECT_EQ(r.err, "--without: gpu:n0/9: node 'n0' has GPUs 0..7, got '9'\n");
   r = Fleetplan({"layout", "--model", "atlas-70b", "--cluster", "1x8xh100-sxm-80g", "--all-reduce", "rnig"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--all-reduce: unknown all-reduce algorithm 'rnig'; did you mean 'ring'? (valid: ring, tree)\n");
   r = Fleetplan({"layout", "--model", "atlas-70b"});
   EXPECT_EQ(r.code, 2);
@@ -321,14 +321,14 @@ TEST(LayoutVerb, StagingRecordsDecideBetweenCandidatesTheModelCannotSeparate) {
 TEST(LayoutVerb, ChoiceFlagsAreCheckedAndNeedTheScenario) {
   const std::string scenario = SmallScenario();
   CliResult r = Fleetplan({"layout", "--scenario", scenario, "--staging", "tp4"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--staging: 'tp4': expected SPEC=FILE with SPEC like tp4, tp4xdp2 or tp8xpp2xep1xdp1\n");
   r = Fleetplan({"layout", "--scenario", scenario, "--failure-domain", "region"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--failure-domain: unknown failure domain 'region' (valid: node, rack, zone)\n");
   for (const char* bad : {"0", "1", "1.5", "-0.1", "nan", "five"}) {
     r = Fleetplan({"layout", "--scenario", scenario, "--model-error", bad});
-    EXPECT_EQ(r.code, 3) << bad;
+    EXPECT_EQ(r.code, 2) << bad;
     EXPECT_EQ(r.err.rfind("--model-error: expected ", 0), 0u) << r.err;
   }
   r = Fleetplan({"layout", "--scenario", scenario, "--staging", "tp4=no-such-records.jsonl"});
@@ -385,14 +385,14 @@ TEST(LayoutVerb, ScenarioInputErrorsAreLocatedWithStableExitCodes) {
   const std::string scenario = SmallScenario();
   for (const char* k : {"0", "-2", "65"}) {
     r = Fleetplan({"layout", "--scenario", scenario, "--simulate-top", k});
-    EXPECT_EQ(r.code, 3) << k;
+    EXPECT_EQ(r.code, 2) << k;
     EXPECT_EQ(r.err, std::string("--simulate-top: expected an integer between 1 and 64, got ") + k + "\n");
   }
   r = Fleetplan({"layout", "--scenario", scenario, "--simulate-top", "two"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--simulate-top: expected an integer, got 'two'\n");
   r = Fleetplan({"layout", "--scenario", scenario, "--jobs", "0"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--jobs: expected an integer between 1 and 64, got 0\n");
   // An error inside the file is located there, not at the flag.
   const std::string bad = WriteFile("layout_bad.yaml", "version: 1\nname: x\n");

@@ -68,7 +68,7 @@ TEST(PlaceVerb, SizesShorthandAndUsage) {
   r = Fleetplan({"place", "--cluster", "1x8xh100-sxm-80g"});
   EXPECT_EQ(r.code, 2);
   r = Fleetplan({"place", "--cluster", "1x8xh100-sxm-80g", "--sizes", "4", "--policy", "tigth"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--policy: unknown placement policy 'tigth'; did you mean 'tight'? (valid: most-free, tight)\n");
   const std::string bad = WriteFile("bad_requests.yaml", "requests:\n  - {name: a, gpus: 2, localty: node}\n");
   r = Fleetplan({"place", "--cluster", "1x8xh100-sxm-80g", "--requests", bad});

@@ -72,10 +72,10 @@ TEST(ReportVerb, WindowFlagSetsTheWindow) {
   EXPECT_EQ(j["window"]["source"], "--window");
 }
 
-TEST(ReportVerb, BadWindowIsInvalidInput) {
+TEST(ReportVerb, BadWindowIsAUsageError) {
   FP_REQUIRE_SHARED_DATA();
   const VerbRun r = Report({"--records", kVllmRun, "--window", "30"});
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "--window: expected a duration with a unit (ns, us, ms, s, m, min, h), got '30'\n");
 }
 

@@ -20,11 +20,12 @@ Report MustBuild(const ReportFilesRequest& request) {
   return r.ok() ? *r : Report{};
 }
 
-std::string ErrorOf(const ReportFilesRequest& request) {
+// A bad file is an input error; a bad flag value (`--format`) a usage error.
+std::string ErrorOf(const ReportFilesRequest& request, StatusCode code = StatusCode::kInvalidInput) {
   Expected<Report> r = BuildReportFromFiles(request);
   EXPECT_FALSE(r.ok());
   if (r.ok()) return "";
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(r.status().code(), code);
   return r.status().message();
 }
 
@@ -195,7 +196,7 @@ TEST(ReportFiles, BadFormatFlagListsTheFormats) {
   ReportFilesRequest req;
   req.records_path = WriteTemp("records.jsonl", kRecords);
   req.format = "fleetpan";
-  EXPECT_EQ(ErrorOf(req),
+  EXPECT_EQ(ErrorOf(req, StatusCode::kUsage),
             "--format: unknown records format 'fleetpan'; did you mean 'fleetplan'? (valid: "
             "fleetplan, llmservingsim, vllm-bench)");
 }

@@ -48,7 +48,7 @@ TEST(StagingSpec, BadSpecsNameTheFlagAndWhatIsWrong) {
   for (const auto& [text, message] : cases) {
     Expected<StagingInput> r = ParseStagingSpec(text);
     ASSERT_FALSE(r.ok()) << text;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kUsage) << text;  // a flag's value: exit 2
     EXPECT_EQ(r.status().message(), message) << text;
   }
 }

@@ -372,7 +372,7 @@ TEST(WorkloadLayout, BadRequestsNameTheFlag) {
   q.simulate_top = 0;
   const Expected<WorkloadLayoutResult> r =
       DecideLayoutOnWorkload(Load(Scenario("2/s", "10s")), Short("1x8xh100-sxm-80g"), q);
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(r.status().code(), StatusCode::kUsage);
   EXPECT_EQ(r.status().message(), "--simulate-top: expected an integer between 1 and 64, got 0");
 }
 

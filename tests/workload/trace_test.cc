@@ -233,7 +233,7 @@ TEST(MooncakeTraceTest, BadRowsAreLocated) {
             std::string::npos);
   EXPECT_NE(OpenError("{\"timestamp\": 9, \"input_length\": 10, \"output_length\": 7, \"hash_ids\": [4]}\n",
                       "m.jsonl", testing::DropFailedOpt())
-                .find("--drop-failed applies to burstgpt traces only (this is mooncake)"),
+                .find("--drop-failed: applies to burstgpt traces only (this is mooncake)"),
             std::string::npos);
 }
 

@@ -41,7 +41,8 @@ struct ValueOrigin {
   static ValueOrigin Flag(std::string flag);
 };
 
-// A located InvalidInput about the value at `origin`.
+// A located InvalidInput about the value at `origin`; a usage error when the value came
+// from a command-line flag (core/flag_error.h).
 Status ErrorAt(const ValueOrigin& origin, std::string_view message);
 
 template <typename T>
