@@ -42,6 +42,14 @@ class Capacity : public InScratch {
     std::ofstream("small.yaml") << testing::kSmallInteractive;
   }
   Expected<CapacitySpec> Load(std::string_view extra) { return LoadCapacitySpecText(SpecText(extra), "cap.yaml", "."); }
+  // One replica's rate searched at 95 % interactive attainment (30 s probes), not verified.
+  Expected<CapacityResult> SizeSearched() {
+    FP_ASSIGN_OR_RETURN(const CapacitySpec spec, Load("replica_capacity: {search: {attainment: {interactive: 0.95}, "
+                                                      "low: 1/s, high: 64/s, duration: 30s}}\n"));
+    CapacityOptions opt;
+    opt.verify = false;
+    return SizeCapacity(spec, opt);
+  }
 };
 
 // The error's first line (the rest shows the source line and a caret).
@@ -300,11 +308,7 @@ TEST_F(Capacity, RequirementsNameTheBindingDimensionAndTheLossThatSetsTheSize) {
 }
 
 TEST_F(Capacity, ASearchMeasuresOneReplicasRateAtTheTargetAttainment) {
-  auto spec = Load("replica_capacity: {search: {attainment: {interactive: 0.95}, low: 1/s, high: 64/s, duration: 30s}}\n");
-  ASSERT_TRUE(spec.ok()) << spec.status().message();
-  CapacityOptions opt;
-  opt.verify = false;
-  auto r = SizeCapacity(*spec, opt);
+  auto r = SizeSearched();
   ASSERT_TRUE(r.ok()) << r.status().message();
   const LayoutCapacity& l = r->layouts.front();
   EXPECT_EQ(l.replica_capacity["source"], "search");
@@ -411,11 +415,7 @@ namespace {
 // its target after the loss, so it is sized again at smaller shares of the rate until the
 // simulation meets the target, and every attempt is reported.
 TEST_F(Capacity, AFleetThatMissesThroughItsLossIsGrownUntilItMeetsTheTarget) {
-  auto searched = Load("replica_capacity: {search: {attainment: {interactive: 0.95}, low: 1/s, high: 64/s, duration: 30s}}\n");
-  ASSERT_TRUE(searched.ok()) << searched.status().message();
-  CapacityOptions quick;
-  quick.verify = false;
-  auto measured = SizeCapacity(*searched, quick);
+  auto measured = SizeSearched();
   ASSERT_TRUE(measured.ok()) << measured.status().message();
   const double rate = measured->layouts.front().replica_capacity["max_rate"]["rate_per_s"].get<double>();
 
@@ -454,11 +454,7 @@ TEST_F(Capacity, AFleetThatMissesThroughItsLossIsGrownUntilItMeetsTheTarget) {
 // A searched rate is simulated: each layout reports its fleet with every step as much
 // longer as the step model's stated error on its GPU.
 TEST_F(Capacity, ASearchedRateShowsTheFleetAtThePessimisticEdgeOfTheModelsError) {
-  auto spec = Load("replica_capacity: {search: {attainment: {interactive: 0.95}, low: 1/s, high: 64/s, duration: 30s}}\n");
-  ASSERT_TRUE(spec.ok()) << spec.status().message();
-  CapacityOptions opt;
-  opt.verify = false;
-  auto r = SizeCapacity(*spec, opt);
+  auto r = SizeSearched();
   ASSERT_TRUE(r.ok()) << r.status().message();
   const LayoutCapacity& l = r->layouts.front();
   const Json& e = l.model_error;

@@ -86,6 +86,16 @@ class PlanTest : public testing::InScratch {
     return r.ok() ? r->json : Json();
   }
 
+  // The plan of the bundle as edited, or the error it stops with (no sensitivity).
+  static Expected<PlanResult> TryPlan() {
+    auto bundle = LoadPlanBundle("b/plan.yaml");
+    if (!bundle.ok()) return bundle.status();
+    PlanOptions o;
+    o.as_of = *ParseUtcTime(kAsOf);
+    o.sensitivity = false;
+    return RunPlan(*bundle, o);
+  }
+
   // The gates of the reasons that did not pass.
   static std::set<std::string> Deciding(const Json& plan) {
     std::set<std::string> out;
@@ -330,12 +340,7 @@ TEST_F(PlanTest, SpeculationRoundsOutsideTheBundleAreALocatedError) {
   std::filesystem::create_directories("outside");
   std::filesystem::copy_file("b/speculation/rounds.jsonl", "outside/rounds.jsonl");
   Edit("b/speculation.yaml", "file: speculation/rounds.jsonl", "file: ../outside/rounds.jsonl");
-  auto bundle = LoadPlanBundle("b/plan.yaml");
-  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
-  PlanOptions o;
-  o.as_of = *ParseUtcTime(kAsOf);
-  o.sensitivity = false;
-  auto r = RunPlan(*bundle, o);
+  auto r = TryPlan();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("speculation.yaml:"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("'../outside/rounds.jsonl' is outside the bundle's folder (it leaves the "
@@ -539,12 +544,7 @@ TEST_F(PlanTest, TheModelErrorSectionExplainsTheLayoutsDecodeSteps) {
 
 TEST_F(PlanTest, ABenchmarkMethodOtherThanMeasuredOrSimulatedIsALocatedError) {
   Edit("b/benchmark.yaml", "method: measured", "method: guessed");
-  auto bundle = LoadPlanBundle("b/plan.yaml");
-  ASSERT_TRUE(bundle.ok()) << bundle.status().message();
-  PlanOptions o;
-  o.as_of = *ParseUtcTime(kAsOf);
-  o.sensitivity = false;
-  auto r = RunPlan(*bundle, o);
+  auto r = TryPlan();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("benchmark.yaml:"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("expected 'measured' or 'simulated', got 'guessed'"), std::string::npos)
