@@ -322,6 +322,23 @@ Status PlaceFleet(const CapacitySpec& cs, LayoutCapacity& out) {
   return Status::Ok();
 }
 
+// A simulated rate per replica carries the step model's error (perf/stated_error.h): the
+// fleet placed again with every step 1 + band as long, so its rate per replica divided by
+// that.
+Expected<Json> AtPessimisticEdge(const CapacitySpec& cs, const LayoutCapacity& sized, const StatedError& band) {
+  LayoutCapacity edge = sized;
+  edge.per_replica_rps = sized.per_replica_rps / (1 + band.step_time);
+  FP_RETURN_IF_ERROR(PlaceFleet(cs, edge));
+  Json pessimistic = edge.ok ? Json{{"replicas", edge.replicas}, {"gpus", edge.gpus},
+                                    {"per_hour", RoundForReport(edge.cost.per_hour, 6)},
+                                    {"per_month", RoundForReport(edge.cost.per_month, 6)},
+                                    {"within_budget", edge.within_budget}}
+                             : Json{{"reason", edge.reason}};
+  return Json{{"step_model", band.kind}, {"gpu", band.gpu}, {"band", RoundForReport(band.step_time, 6)},
+              {"basis", band.basis}, {"per_replica_rps", RoundForReport(edge.per_replica_rps)},
+              {"pessimistic", std::move(pessimistic)}};
+}
+
 bool MeetsAfterLoss(const Json& verified) {
   return !verified.is_object() || verified.value("meets_targets", false);
 }
@@ -354,30 +371,18 @@ Status VerifyGrowing(const CapacitySpec& cs, LayoutCapacity& chosen, const Capac
     if (meets) {
       grown.grown_for_loss = {{"sized_replicas", sized}, {"share", RoundForReport(grown.verified_share, 6)},
                               {"attempts", attempts}};
+      if (grown.model_error.is_object()) {  // the pessimistic edge of the fleet as grown
+        const StatedError band{grown.model_error["step_model"].get<std::string>(),
+                               grown.model_error["gpu"].get<std::string>(), grown.model_error["band"].get<double>(),
+                               grown.model_error["basis"].get<std::string>()};
+        FP_ASSIGN_OR_RETURN(grown.model_error, AtPessimisticEdge(cs, grown, band));
+      }
       chosen = std::move(grown);
       return Status::Ok();
     }
   }
   chosen.grown_for_loss = {{"sized_replicas", sized}, {"share", nullptr}, {"attempts", attempts}};
   return Status::Ok();
-}
-
-// A simulated rate per replica carries the step model's error (perf/stated_error.h): the
-// fleet sized again with every step 1 + band as long, so each rate divided by that.
-Expected<Json> AtPessimisticEdge(const CapacitySpec& cs, const LayoutCapacity& sized, const StepCostModel& model,
-                                 const std::string& gpu) {
-  const StatedError band = StatedErrorOf(model.kind(), gpu);
-  LayoutCapacity edge = sized;
-  edge.per_replica_rps = sized.per_replica_rps / (1 + band.step_time);
-  FP_RETURN_IF_ERROR(PlaceFleet(cs, edge));
-  Json pessimistic = edge.ok ? Json{{"replicas", edge.replicas}, {"gpus", edge.gpus},
-                                    {"per_hour", RoundForReport(edge.cost.per_hour, 6)},
-                                    {"per_month", RoundForReport(edge.cost.per_month, 6)},
-                                    {"within_budget", edge.within_budget}}
-                             : Json{{"reason", edge.reason}};
-  return Json{{"step_model", model.kind()}, {"gpu", gpu}, {"band", RoundForReport(band.step_time, 6)},
-              {"basis", band.basis}, {"per_replica_rps", RoundForReport(edge.per_replica_rps)},
-              {"pessimistic", std::move(pessimistic)}};
 }
 
 Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<LayoutChoice>& layout) {
@@ -428,8 +433,9 @@ Expected<LayoutCapacity> SizeLayout(const CapacitySpec& cs, const std::optional<
 
   FP_RETURN_IF_ERROR(PlaceFleet(cs, out));
   if (out.ok && cs.replica_capacity.kind != ReplicaCapacitySource::Kind::kRate) {
-    FP_ASSIGN_OR_RETURN(out.model_error, AtPessimisticEdge(cs, out, *plan.primary_pool().cost,
-                                                           plan.primary_pool().fit.memory.gpu.name));
+    StatedError band = StatedErrorOf(plan.primary_pool().cost->kind(), plan.primary_pool().fit.memory.gpu.name);
+    band.gpu = plan.primary_pool().fit.memory.gpu.name;  // the GPU sized, also where the band is a default row
+    FP_ASSIGN_OR_RETURN(out.model_error, AtPessimisticEdge(cs, out, band));
   }
   return out;
 }
@@ -487,17 +493,22 @@ Expected<CapacityResult> SizeCapacity(const CapacitySpec& spec, const CapacityOp
   if (result.chosen) {
     LayoutCapacity& chosen = result.layouts[*result.chosen];
     result.within_budget = chosen.within_budget;
-    const Json& edge = chosen.model_error.is_object() ? chosen.model_error["pessimistic"] : Json();
-    for (size_t i = 0; i < result.layouts.size() && edge.contains("per_hour"); ++i) {
-      const LayoutCapacity& other = result.layouts[i];
-      if (i != *result.chosen && other.ok && other.cost.per_hour <= edge["per_hour"].get<double>() + 1e-9) {
-        result.inside_band.push_back(i);
-      }
-    }
     if (options.verify) {
       if (options.on_stage) options.on_stage("simulating the chosen fleet through its deciding loss");
       FP_RETURN_IF_ERROR(VerifyGrowing(spec, chosen, options));
       result.within_budget = chosen.within_budget;
+    }
+    // Every other layout as sized at the share of its rate the chosen one's loss needed,
+    // against the chosen one at its pessimistic edge.
+    const Json& edge = chosen.model_error.is_object() ? chosen.model_error["pessimistic"] : Json();
+    for (size_t i = 0; i < result.layouts.size() && edge.contains("per_hour"); ++i) {
+      if (i == *result.chosen || !result.layouts[i].ok) continue;
+      LayoutCapacity other = result.layouts[i];
+      if (chosen.verified_share < 1) {
+        other.per_replica_rps *= chosen.verified_share;
+        FP_RETURN_IF_ERROR(PlaceFleet(spec, other));
+      }
+      if (!other.ok || other.cost.per_hour <= edge["per_hour"].get<double>() + 1e-9) result.inside_band.push_back(i);
     }
   }
   return result;

@@ -151,8 +151,9 @@ struct CapacityResult {
   std::vector<LayoutCapacity> layouts;
   std::optional<size_t> chosen;  // the cheapest sized layout (ties: fewer GPUs, then order)
   bool within_budget = true;     // of the chosen layout
-  // Sized layouts the model cannot separate from the chosen one: each one whose fleet is
-  // no dearer than the chosen layout's at its pessimistic edge (LayoutCapacity::model_error).
+  // Sized layouts the model cannot separate from the chosen one: each one whose fleet, sized
+  // at the share of its rate the chosen one's loss simulation needed (verified_share), is no
+  // dearer than the chosen layout's at its pessimistic edge (LayoutCapacity::model_error).
   std::vector<size_t> inside_band;
 };
 
