@@ -100,7 +100,9 @@ void RegisterCapacityVerb(CLI::App& app, VerbAction& action) {
       "result or a declared rate), prompt / decode / concurrency / SLO requirements each as replicas with the\n"
       "binding one named, replicas placed across failure domains so the declared loss is survived, the cost at\n"
       "on-demand and committed prices against a budget, and the chosen fleet simulated with the deciding loss\n"
-      "mid-run (format: docs/capacity.md).");
+      "mid-run, grown (at 95%, 90%, ... 70% of its rate per replica) until it meets its targets there. A rate\n"
+      "found by simulation also shows the fleet at the pessimistic edge of the step model's stated error\n"
+      "(docs/step-models.md \"Measured error\") and names layouts that swap inside it (format: docs/capacity.md).");
   sub->add_option("spec", flags->spec, "Capacity spec YAML (version 1)");
   sub->add_option("--out", flags->out, "Output folder (default: out/capacity-<spec name>)");
   sub->add_option("--jobs", flags->jobs, "Layouts searched at once (default: every hardware thread); same output for any N");
@@ -110,7 +112,8 @@ void RegisterCapacityVerb(CLI::App& app, VerbAction& action) {
   sub->add_flag("--no-html", flags->no_html, "Do not write capacity.html");
   sub->footer(
       "Output: DIR/capacity.json (requirements, binding, loss_scenarios, set_by, fleet, cost, within_budget,\n"
-      "simulated_after_loss; the chosen layout at the top level, every layout under `layouts`) and\n"
+      "simulated_after_loss, grown_for_loss, model_error, inside_band; the chosen layout at the top level,\n"
+      "every layout under `layouts`) and\n"
       "DIR/capacity.html (the same figures as charts and tables; opens offline).\n"
       "Exit codes: 0 sized and verified; 1 over budget (the safe fleet is reported, never shrunk), no fleet fits\n"
       "the domains, or the simulated fleet misses its targets after the loss; 2 usage error; 3 invalid spec.\n"

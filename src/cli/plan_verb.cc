@@ -115,9 +115,10 @@ void RegisterPlanVerb(CLI::App& app, VerbAction& action) {
       "plan",
       "The release decision, bound to the inputs it came from: evidence judged fresh at --as-of and signed as\n"
       "the policy requires; workload coverage and controls; layouts ranked on the inventory's GPU; the fleet\n"
-      "sized across failure domains surviving the policy's loss, priced; the chosen fleet simulated at peak\n"
-      "through real admission and routing; the policy's gates; the rollout stage; and what would reopen the\n"
-      "decision (format: docs/plan.md).");
+      "sized across failure domains surviving the policy's loss, priced, and again at the pessimistic edge of\n"
+      "the step model's stated error (which layout wins at both edges, and why, in ms of collectives per\n"
+      "decode step); the chosen fleet simulated at peak through real admission and routing; the policy's\n"
+      "gates; the rollout stage; and what would reopen the decision (format: docs/plan.md).");
   sub->add_option("bundle", flags->bundle, "Plan bundle YAML (default: the built-in Atlas bundle, written to OUT/bundle)");
   sub->add_option("--as-of", flags->as_of, "The time evidence freshness is judged at, RFC 3339 UTC (required)");
   sub->add_option("--out", flags->out, "Output folder (default: out/atlas for the built-in bundle, else out/plan-<name>)");
