@@ -252,6 +252,8 @@ std::string ModelError(const Json& plan) {
                                    "decides.", List(Get(m, "inside_band")))
                      : "The pick is the cheapest at both edges.",
               inside ? "bad" : "good");
+  const Json& why = Get(m, "reasoning");
+  if (why.is_array() && !why.empty()) out += Para("Why: " + Plain(why[0]) + ".");
   std::vector<std::string> series;
   std::map<std::string, std::vector<double>> cost;
   std::vector<std::vector<std::string>> rows;

@@ -116,6 +116,7 @@ TEST(PlanPage, ShowsTheModelErrorBandAndWhyTheLayoutsDiffer) {
   EXPECT_NE(section.find("The step model is aiconfigurator on h100-sxm-80g; measured step times ran up to 22.4% longer"),
             std::string::npos) << section.substr(0, 600);
   EXPECT_NE(section.find("The pick is the cheapest at both edges."), std::string::npos);
+  EXPECT_NE(section.find("<p>Why: tp8 serves 0.443/s per GPU at the SLO against tp4"), std::string::npos);
   EXPECT_NE(section.find("<title>Fleet cost at each edge of the model&#39;s error (tick: the budget)</title>"), std::string::npos);
   EXPECT_NE(section.find("A decode step, ms (why the layouts differ)"), std::string::npos);
   EXPECT_NE(section.find("<td>pessimistic</td><td>tp8 <strong>(cheapest)</strong></td>"), std::string::npos);
