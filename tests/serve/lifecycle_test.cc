@@ -140,26 +140,33 @@ TEST(ServeConnections, OneConnectionOverTheCapGets503AndTheCapFreesAsConnections
   EXPECT_EQ(status, 200);
 }
 
-// Regression: a shutdown cut live streams: no terminating chunk, no [DONE].
-TEST(ServeShutdown, ALiveStreamFinishesWithinTheGrace) {
-  ServeOptions o;
-  o.speed = 1;  // 100 tokens of about 10 ms each: a second of streaming
-  o.shutdown_grace = Sec(30);
-  RunningServer s(SmallScenario(), o);
+// Streams a completion of `tokens` tokens, stops the server 300 ms into it (the stream
+// under way), and returns everything the client read until the connection closed.
+std::string StopDuringStream(RunningServer& s, int tokens) {
   std::string raw;
   std::thread reader([&] {
     net::io_context io;
     tcp::socket sock = Connect(io, s.port());
     http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
     req.set(http::field::host, "x");
-    req.body() = LongStream(100).dump();
+    req.body() = LongStream(tokens).dump();
     req.prepare_payload();
     http::write(sock, req);
     raw = ReadToClose(sock);
   });
-  std::this_thread::sleep_for(milliseconds(300));  // the stream is under way
+  std::this_thread::sleep_for(milliseconds(300));
   s.Stop();
   reader.join();
+  return raw;
+}
+
+// Regression: a shutdown cut live streams: no terminating chunk, no [DONE].
+TEST(ServeShutdown, ALiveStreamFinishesWithinTheGrace) {
+  ServeOptions o;
+  o.speed = 1;  // 100 tokens of about 10 ms each: a second of streaming
+  o.shutdown_grace = Sec(30);
+  RunningServer s(SmallScenario(), o);
+  const std::string raw = StopDuringStream(s, 100);
   const auto [body, terminated] = Dechunk(raw);
   EXPECT_TRUE(terminated) << raw;
   const Events ev = ParseEvents(body);
@@ -174,20 +181,7 @@ TEST(ServeShutdown, AStreamStillLiveAtTheEndOfTheGraceEndsWithAnErrorEvent) {
   o.speed = 1;
   o.shutdown_grace = Duration();
   RunningServer s(SmallScenario(), o);
-  std::string raw;
-  std::thread reader([&] {
-    net::io_context io;
-    tcp::socket sock = Connect(io, s.port());
-    http::request<http::string_body> req{http::verb::post, "/v1/completions", 11};
-    req.set(http::field::host, "x");
-    req.body() = LongStream(1000).dump();
-    req.prepare_payload();
-    http::write(sock, req);
-    raw = ReadToClose(sock);
-  });
-  std::this_thread::sleep_for(milliseconds(300));
-  s.Stop();
-  reader.join();
+  const std::string raw = StopDuringStream(s, 1000);
   const auto [body, terminated] = Dechunk(raw);
   EXPECT_TRUE(terminated) << raw;
   const Events ev = ParseEvents(body);
