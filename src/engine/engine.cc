@@ -120,6 +120,9 @@ Expected<std::unique_ptr<Engine>> Engine::Create(int32_t replica, const EngineCo
     return InvalidInput(fmt::format("the KV pool has {} blocks: the model leaves no memory for KV cache",
                                     config.kv_blocks));
   }
+  if (!(config.admission_watermark >= 0.0 && config.admission_watermark < 1.0)) {
+    return InvalidInput(fmt::format("the admission watermark must be in [0, 1), got {}", config.admission_watermark));
+  }
   const SpeculationConfig& spec = config.speculation;
   if (spec.enabled() && static_cast<int64_t>(spec.acceptance.size()) != spec.tokens_per_round) {
     return InvalidInput(fmt::format("engine.speculation: {} acceptance probabilities for {} tokens per round",
@@ -137,6 +140,8 @@ Engine::Engine(int32_t replica, const EngineConfig& config, const StepCostModel*
       policy_(std::move(policy)),
       observer_(observer),
       pool_(config.kv_blocks),
+      // int(), as vLLM rounds it.
+      watermark_blocks_(static_cast<int64_t>(config.admission_watermark * static_cast<double>(config.kv_blocks))),
       scope_base_(HashScopeBase(config.prefix_cache.scope)) {}
 
 Engine::~Engine() = default;
@@ -601,6 +606,7 @@ void Engine::Preempt(int32_t slot) {
   l.num_computed = 0;
   ++l.preemptions;
   ++stats_.preemptions;
+  preempted_in_step_ = true;
   l.gap_spans_preemption = true;
   l.enqueued_step = step_index_;
   RemoveRunning(slot);
@@ -785,7 +791,15 @@ bool Engine::Admit(int32_t slot, int64_t& budget) {
   // Head-of-line: when the first candidate's blocks are not free, nobody behind it is
   // admitted either (a request is never starved by smaller ones behind it). Hits that
   // are cached leave the free list, so they do not count as free for the rest.
-  if (need > FreeAfterAcquire(m)) return false;
+  const int64_t free = FreeAfterAcquire(m);
+  if (need > free) return false;
+  if (config_.admit_whole_prompt) {
+    const int64_t whole = BlocksForTokens(std::max(tokens, l.num_tokens), block) - m.used_blocks;
+    // The watermark is waived for a prompt that could never be admitted above it, so the
+    // head of the queue always fits an empty pool (Submit refused what the pool cannot hold).
+    const int64_t watermark = whole + watermark_blocks_ <= config_.kv_blocks ? watermark_blocks_ : 0;
+    if (whole + watermark > free) return false;
+  }
   LeaveWaiting(slot);
   if (config_.prefix_cache.enabled) TakeHits(slot, m);
   const bool allocated = pool_.Allocate(need, l.blocks);
@@ -799,6 +813,7 @@ bool Engine::Admit(int32_t slot, int64_t& budget) {
 void Engine::ScheduleWaiting(int64_t& budget) {
   // Candidates in policy order (queue order, or PrefillKey order for reordering
   // policies); the first that cannot be admitted ends admission for this step.
+  if (preempted_in_step_ && !config_.admit_in_preempting_step) return;
   const bool reorders = policy_->ReordersPrefill();
   while (budget > 0 && running_count() < config_.scheduler.max_running) {
     if (reorders) {
@@ -821,6 +836,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   plan_.clear();
   chunks_.clear();
   step_verify_tokens_ = 0;
+  preempted_in_step_ = false;
   int64_t budget = config_.scheduler.max_batched_tokens;
   if (policy_->PrefillBeforeDecode()) {
     SchedulePartialPrefills(budget);

@@ -80,15 +80,19 @@ Expected<std::string> ReadScopeName(const YamlNode& node, const std::string& fal
   return value;
 }
 
-Status ReadPrefixCache(const YamlNode& cache, Scenario& s) {
+// engine.prefix_cache. Absent, `enabled` is the version's default: vLLM's V1 engine (0.8
+// on) caches prefixes unless told not to; V0 did not.
+Status ReadPrefixCache(const YamlNode& cache, const EngineVersion& version, Scenario& s) {
   FP_RETURN_IF_ERROR(CheckOptionalMap(cache, keys::kPrefixCache));
   PrefixCacheConfig& c = s.engine.prefix_cache;
-  FP_ASSIGN_OR_RETURN(s.prefix_cache.enabled, cache["enabled"].BoolOr(false));
+  const bool on_by_default = version.generation() != VllmGeneration::kV0;
+  FP_ASSIGN_OR_RETURN(s.prefix_cache.enabled, cache["enabled"].BoolOr(on_by_default));
   c.enabled = s.prefix_cache.enabled;
   FP_ASSIGN_OR_RETURN(s.prefix_cache.eviction, ReadChoice(cache["eviction"], "lru", "eviction policy",
                                                           EvictionPolicyNames()));
   FP_ASSIGN_OR_RETURN(c.share_across_tenants, cache["share_across_tenants"].BoolOr(false));
-  NoteDefault(cache["enabled"], "false", s);
+  NoteDefault(cache["enabled"], on_by_default ? "true" : "false", s,
+              fmt::format("the default of vLLM {}, {} engine", version.text, VllmGenerationName(version.generation())));
   if (c.enabled) {
     NoteDefault(cache["eviction"], s.prefix_cache.eviction, s);
     NoteDefault(cache["share_across_tenants"], "false", s);
@@ -156,15 +160,19 @@ void NotePerfDefaults(const YamlNode& step_model, const YamlNode& cuda_graphs, S
 }
 
 // engine.version (perf/engine_version.h): the vLLM version modelled; absent, the default.
-Expected<EngineVersion> ReadEngineVersion(const YamlNode& node, Scenario& s) {
-  if (!node.present() || node.IsNull()) {
-    s.derived.push_back(fmt::format("engine.version: {} (not given)", kDefaultEngineVersion));
-    return ParseEngineVersion(kDefaultEngineVersion);
-  }
+// Read before the sections whose defaults follow it; NoteEngineVersion lists the default.
+Expected<EngineVersion> ReadEngineVersion(const YamlNode& node) {
+  if (!node.present() || node.IsNull()) return ParseEngineVersion(kDefaultEngineVersion);
   FP_ASSIGN_OR_RETURN(const std::string text, node.AsString());
   auto version = ParseEngineVersion(text);
   if (!version.ok()) return node.Error(version.status().message());
   return version;
+}
+
+void NoteEngineVersion(const YamlNode& node, Scenario& s) {
+  if (!node.present() || node.IsNull()) {
+    s.derived.push_back(fmt::format("engine.version: {} (not given)", kDefaultEngineVersion));
+  }
 }
 
 // Step model kinds measured end to end on a running engine: their times already hold the
@@ -219,7 +227,8 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
   FP_RETURN_IF_ERROR(ReadScheduler(node["scheduler"], s));
   s.engine.block_tokens = s.fit.memory.block_tokens;
 
-  FP_RETURN_IF_ERROR(ReadPrefixCache(node["prefix_cache"], s));
+  FP_ASSIGN_OR_RETURN(const EngineVersion version, ReadEngineVersion(node["version"]));
+  FP_RETURN_IF_ERROR(ReadPrefixCache(node["prefix_cache"], version, s));
   FP_ASSIGN_OR_RETURN(std::string preemption,
                       ReadChoice(node["preemption"], "recompute", "preemption mode", kPreemptionModes));
   (void)preemption;
@@ -231,7 +240,14 @@ Status ReadEngine(const YamlNode& node, Scenario& s) {
     s.derived.push_back(fmt::format("engine.step_model: {} (not given)",
                                     DefaultStepModelOf(s).reason));
   }
-  FP_ASSIGN_OR_RETURN(const EngineVersion version, ReadEngineVersion(node["version"], s));
+  NoteEngineVersion(node["version"], s);
+  // How the version's scheduler admits under KV pressure (engine.h): V0 admits a prompt
+  // only when all its blocks fit above a 1 % watermark, in any step; V1 per chunk, and in
+  // no step that preempted.
+  const bool v0 = version.generation() == VllmGeneration::kV0;
+  s.engine.admit_in_preempting_step = v0;
+  s.engine.admit_whole_prompt = v0;
+  s.engine.admission_watermark = v0 ? kV0AdmissionWatermark : 0.0;
   FP_RETURN_IF_ERROR(ReadHostOverhead(node["host_overhead"], step_model, version, s));
   FP_ASSIGN_OR_RETURN(s.cuda_graphs, CudaGraphPolicy::Parse(node["cuda_graphs"]));
   NotePerfDefaults(step_model, node["cuda_graphs"], s);

@@ -443,8 +443,6 @@ const std::vector<Row>& Rows() {
        [](S s) { return Bool(s.engine.reject_unreachable_deadline); }, Promised()},
       {"engine.kv.block_tokens", Variant::kMinimal, [](S s) { return Int(s.engine.block_tokens); },
        Item("block_tokens 16")},
-      {"engine.prefix_cache.enabled", Variant::kMinimal, [](S s) { return Bool(s.engine.prefix_cache.enabled); },
-       Promised()},
       {"engine.prefix_cache.eviction", Variant::kPrefixCache, [](S s) { return s.prefix_cache.eviction; },
        Promised()},
       {"engine.prefix_cache.share_across_tenants", Variant::kPrefixCache,
@@ -1066,6 +1064,24 @@ const std::vector<NonConstant>& NonConstants() {
          EXPECT_TRUE(HasNote(s->derived, "engine.version: 0.10 (not given)")) << JoinNotes(s->derived);
        }},
       // The version's host overhead with a kernel-based step model, 0 with a measured one.
+      {"engine.prefix_cache.enabled", "the version's", NonConstant::kDerived,
+       [] {
+         const Scenario* s = Get(Variant::kMinimal);
+         ASSERT_NE(s, nullptr);
+         EXPECT_TRUE(s->engine.prefix_cache.enabled);
+         EXPECT_FALSE(s->engine.admit_in_preempting_step);
+         EXPECT_TRUE(HasNote(s->derived, "engine.prefix_cache.enabled: true (the default of vLLM 0.10, v1 engine; not given)"))
+             << JoinNotes(s->derived);
+         const Expected<Scenario> v0 = Load(Minimal("engine: {version: 0.6.3}\n"));
+         ASSERT_TRUE(v0.ok()) << v0.status().message();
+         EXPECT_FALSE(v0->engine.prefix_cache.enabled);
+         EXPECT_TRUE(v0->engine.admit_in_preempting_step);
+         EXPECT_TRUE(HasNote(v0->derived, "engine.prefix_cache.enabled: false (the default of vLLM 0.6.3, v0 engine; not given)"))
+             << JoinNotes(v0->derived);
+         const Expected<Scenario> off = Load(Minimal("engine: {prefix_cache: {enabled: false}}\n"));
+         ASSERT_TRUE(off.ok()) << off.status().message();
+         EXPECT_FALSE(off->engine.prefix_cache.enabled);
+       }},
       {"engine.host_overhead", "the version's", NonConstant::kDerived,
        [] {
          const Scenario* s = Get(Variant::kMinimal);

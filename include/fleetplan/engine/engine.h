@@ -107,6 +107,17 @@ struct EngineConfig {
   Duration host_per_prefill_token;
   HostOverhead host() const { return {host_overhead, host_per_sequence, host_per_prefill_token}; }
   bool reject_unreachable_deadline = true;
+  // Whether a step that preempted a running request may still admit waiting ones. vLLM's
+  // V1 scheduler (0.8 on) admits none in such a step, so the blocks a preemption freed go
+  // back to the running and preempted requests first; V0 admitted regardless. Scenarios
+  // set it from engine.version.
+  bool admit_in_preempting_step = true;
+  // Optimistic admission as vLLM's V0 block manager does it: a request is admitted only
+  // when the blocks for its whole prompt (not only its first chunk) are free and
+  // int(`admission_watermark` × kv_blocks) stay free after them. V1 allocates per chunk
+  // with no watermark (false, 0: the default). Scenarios set both from engine.version.
+  bool admit_whole_prompt = false;
+  double admission_watermark = 0.0;  // in [0, 1)
   PrefixCacheConfig prefix_cache;
   // engine.cuda_graphs: only counted here (bucket hit, padding, fallback); the cost of a
   // graphed step is the step model's (perf GraphedStepModel). Disabled = nothing counted.
@@ -550,6 +561,7 @@ class Engine {
   std::vector<Planned> plan_;
   std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
   int64_t step_verify_tokens_ = 0;     // tokens of the step's verification chunks
+  bool preempted_in_step_ = false;     // a running request was preempted in this step
   std::vector<StepChunk> draft_chunks_;  // DraftTime's and CountOrdinaryEquivalent's scratch
   std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;
@@ -565,6 +577,7 @@ class Engine {
   };
   mutable PredictedDecode predicted_decode_;
   EngineStats stats_;
+  int64_t watermark_blocks_ = 0;  // int(admission_watermark × kv_blocks)
 
   // Prefix cache state.
   BlockHash scope_base_;

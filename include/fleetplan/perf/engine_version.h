@@ -50,6 +50,9 @@ inline constexpr std::string_view kDefaultEngineVersion = "0.10";
 inline constexpr Duration kV0HostPerStep = Duration::Nanos(1'322'000);
 inline constexpr Duration kV0HostPerExtraRank = Duration::Nanos(555'000);
 inline constexpr Duration kV1HostPerStep = kV0HostPerStep;
+// V0's block manager keeps this share of the KV blocks free when it admits a prompt
+// (vLLM's `watermark`, 0.01); V1 keeps none.
+inline constexpr double kV0AdmissionWatermark = 0.01;
 
 // "MAJOR.MINOR" or "MAJOR.MINOR.PATCH" (a leading 'v' is allowed), each part 0..9999.
 // Errors say what was expected (not located; the caller locates them).
