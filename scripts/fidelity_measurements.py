@@ -27,6 +27,7 @@ LATENCY_OUTPUT = 128
 V0_GRAPH_BUCKETS = [1, 2, 4] + list(range(8, 257, 8))
 SET03_VERSION = "0.6.3"  # vLLM main between 0.6.3 and 0.6.4 (the set's setup.yaml)
 SET04_VERSION = "0.6.0"
+SET04_SCHEDULER_STEPS = 10  # the set's server flag --num-scheduler-steps 10
 LATENCY_STEPS = LATENCY_OUTPUT  # one prefill step, then one decode step per further token
 
 SCENARIO = """version: 1
@@ -36,7 +37,7 @@ model: {{name: {model}, weight_dtype: bf16, kv_dtype: bf16, max_context: {max_co
 hardware: {{gpu: {gpu}, nodes: 1, gpus_per_node: 8, intra_node_link: nvlink4}}
 deployment: {{replicas: 1, tp: {tp}, pp: 1, gpu_memory_utilization: 0.9}}
 engine:
-  scheduler: {{policy: prefill-first, max_batched_tokens: {budget}, max_running: 256}}
+  scheduler: {{policy: prefill-first, max_batched_tokens: {budget}, max_running: 256{multi_step}}}
   kv: {{block_tokens: 16}}
   cuda_graphs: {{buckets: {buckets}, eager_fallback: true}}
   version: "{version}"
@@ -152,7 +153,7 @@ def main():
         for gpu, label in gpus:
             for model, tp, test in [("llama-3.1-70b", 4, "latency_llama70B_tp4"), ("llama-3.1-8b", 1, "latency_llama8B_tp1")]:
                 measured = value(label, test, "mean_latency")
-                text = SCENARIO.format(name=f"{test}-{gpu}", model=model, max_context=8192, gpu=gpu, tp=tp, budget=8192,
+                text = SCENARIO.format(multi_step="", name=f"{test}-{gpu}", model=model, max_context=8192, gpu=gpu, tp=tp, budget=8192,
                                        buckets=V0_GRAPH_BUCKETS, version=SET03_VERSION, step_model=step_model, host=host,
                                        workload=closed_batch_workload())
                 sim = run(a.fleetplan, tmp, f"{test}-{gpu}", text)
@@ -161,7 +162,7 @@ def main():
                             "predicted_ms": sim["e2e_ms"]["mean"]})
             trace = os.path.join(tmp, f"qps1-{gpu}.csv")
             write_trace(trace, lengths, 1.0, len(lengths), seed=1)
-            text = SCENARIO.format(name=f"serving-qps1-{gpu}", model="llama-3.1-70b", max_context=8192, gpu=gpu, tp=4,
+            text = SCENARIO.format(multi_step="", name=f"serving-qps1-{gpu}", model="llama-3.1-70b", max_context=8192, gpu=gpu, tp=4,
                                    budget=8192, buckets=V0_GRAPH_BUCKETS, version=SET03_VERSION, step_model=step_model,
                                    host=host,
                                    workload=trace_workload(trace))
@@ -183,7 +184,7 @@ def main():
             rate, count = float(r["rps"]), int(r["num_prompts"])
             trace = os.path.join(tmp, f"set04-{int(rate)}.csv")
             write_trace(trace, lengths, rate, count, seed=int(rate))
-            text = SCENARIO.format(name=f"set04-{int(rate)}", model="llama-3.1-70b", max_context=4096, gpu="h100-sxm-80g",
+            text = SCENARIO.format(multi_step=f", num_scheduler_steps: {SET04_SCHEDULER_STEPS}", name=f"set04-{int(rate)}", model="llama-3.1-70b", max_context=4096, gpu="h100-sxm-80g",
                                    tp=4, budget=4096, buckets=V0_GRAPH_BUCKETS, version=SET04_VERSION,
                                    step_model=step_model, host=host,
                                    workload=trace_workload(trace))

@@ -115,6 +115,7 @@ Expected<std::unique_ptr<Engine>> Engine::Create(int32_t replica, const EngineCo
   if (s.max_batched_tokens < 1) return InvalidInput("engine.scheduler.max_batched_tokens must be >= 1");
   if (s.max_running < 1) return InvalidInput("engine.scheduler.max_running must be >= 1");
   if (s.chunk_tokens < 1) return InvalidInput("engine.scheduler.chunk_tokens must be >= 1");
+  if (s.num_scheduler_steps < 1) return InvalidInput("engine.scheduler.num_scheduler_steps must be >= 1");
   if (config.block_tokens < 1) return InvalidInput("engine.kv.block_tokens must be >= 1");
   if (config.kv_blocks < 1) {
     return InvalidInput(fmt::format("the KV pool has {} blocks: the model leaves no memory for KV cache",
@@ -778,6 +779,10 @@ void Engine::SchedulePartialPrefills(int64_t& budget) {
   }
 }
 
+bool Engine::StepOnlyDecodes() const {
+  return std::all_of(chunks_.begin(), chunks_.end(), [](const StepChunk& c) { return c.decode; });
+}
+
 bool Engine::Admit(int32_t slot, int64_t& budget) {
   const int64_t block = config_.block_tokens;
   Live& l = slots_[static_cast<size_t>(slot)];
@@ -838,18 +843,31 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   step_verify_tokens_ = 0;
   preempted_in_step_ = false;
   int64_t budget = config_.scheduler.max_batched_tokens;
-  if (policy_->PrefillBeforeDecode()) {
-    SchedulePartialPrefills(budget);
-    ScheduleWaiting(budget);
+  bool run_step = false;
+  if (decode_run_left_ > 0) {
+    // Inside a multi-step run: the same requests decode on; nothing else is scheduled.
+    --decode_run_left_;
     ScheduleDecodes(budget);
-  } else {
-    ScheduleDecodes(budget);
-    SchedulePartialPrefills(budget);
-    ScheduleWaiting(budget);
+    run_step = !plan_.empty();
+    if (!run_step) decode_run_left_ = 0;  // the run's requests are all done: schedule afresh
+  }
+  if (!run_step) {
+    if (policy_->PrefillBeforeDecode()) {
+      SchedulePartialPrefills(budget);
+      ScheduleWaiting(budget);
+      ScheduleDecodes(budget);
+    } else {
+      ScheduleDecodes(budget);
+      SchedulePartialPrefills(budget);
+      ScheduleWaiting(budget);
+    }
   }
   if (config_.prefix_cache.enabled) SyncPoolCounters();  // scheduling allocates, which evicts
   CompactWaiting();
   if (plan_.empty()) return std::nullopt;
+  if (!run_step && config_.scheduler.num_scheduler_steps > 1 && StepOnlyDecodes()) {
+    decode_run_left_ = config_.scheduler.num_scheduler_steps - 1;
+  }
 
   const StepCost cost = cost_->Cost(chunks_);
   in_flight_ = true;

@@ -337,6 +337,30 @@ TEST(Engine, AStepThatPreemptsAdmitsNoWaitingRequestAsInVllmV1) {
   EXPECT_GT(v0_preemptions, 0);
 }
 
+// Request 1 (16-token prompt, 20 tokens out) runs alone from 0 in 1 ms steps; request 2
+// arrives at 2.5 ms. Returns request 2's first token.
+SimTime SecondRequestsFirstToken(int64_t num_scheduler_steps) {
+  const TestCostModel cost(Ms(1), Duration(), Duration());
+  EngineConfig c = BaseConfig("decode-first");
+  c.scheduler.num_scheduler_steps = num_scheduler_steps;
+  RecordingObserver obs;
+  auto e = MakeEngine(c, cost, &obs);
+  RunEngine(*e, {MakeRequest(1, SimTime(), 16, 20), MakeRequest(2, SimTime() + Us(2'500), 16, 5)});
+  EXPECT_EQ(obs.outcomes.at(1).status, RequestStatus::kOk);
+  EXPECT_EQ(obs.outcomes.at(2).status, RequestStatus::kOk);
+  ExpectPoolAtBaseline(*e);
+  return *obs.outcomes.at(2).first_token;
+}
+
+TEST(Engine, AMultiStepDecodeRunAdmitsNothingUntilItEnds) {
+  // Step 1 (0-1 ms) is request 1's prompt. Single steps: request 2 joins the first step
+  // after it arrives (3-4 ms). Runs of 4: step 2 (1-2 ms) decodes only and starts a run
+  // through 5 ms, so request 2 waits for the step at 5-6 ms, as vLLM V0 with
+  // --num-scheduler-steps 4 makes it wait.
+  EXPECT_EQ(SecondRequestsFirstToken(1).ns(), Ms(4).ns());
+  EXPECT_EQ(SecondRequestsFirstToken(4).ns(), Ms(6).ns());
+}
+
 TEST(Engine, ReserveAdmissionNeverPreempts) {
   const TestCostModel cost(Ms(1), Duration(), Duration());
   EngineConfig c = BaseConfig("decode-first");

@@ -436,6 +436,8 @@ const std::vector<Row>& Rows() {
        [](S s) { return Num(s.engine.scheduler.aging_per_step); }, Promised()},
       {"engine.scheduler.max_waiting", Variant::kMinimal, [](S s) { return Int(s.engine.scheduler.max_waiting); },
        Promised()},
+      {"engine.scheduler.num_scheduler_steps", Variant::kMinimal,
+       [](S s) { return Int(s.engine.scheduler.num_scheduler_steps); }, Promised()},
       {"engine.scheduler.admission", Variant::kMinimal,
        [](S s) { return std::string(s.engine.admission == AdmissionMode::kReserve ? "reserve" : "optimistic"); },
        Promised()},

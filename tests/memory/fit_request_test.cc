@@ -115,7 +115,7 @@ TEST(ReadFitScenario, MisspelledKeysAreLocatedErrors) {
             "scenario.yaml:3:5: engine.scheduler: unknown field 'max_runing'; did you "
             "mean 'max_running'? (valid: policy, max_batched_tokens, max_running, chunk_tokens, "
             "max_decode_stall, aging_per_step, max_waiting, admission, "
-            "reject_unreachable_deadline)\n"
+            "reject_unreachable_deadline, num_scheduler_steps)\n"
             "    3 |     max_runing: 8\n"
             "      |     ^\n");
 }

@@ -9,10 +9,10 @@ namespace {
 
 TEST(StatedErrorTest, GpuRowWinsOverTheKindsDefault) {
   EXPECT_DOUBLE_EQ(StatedErrorOf("roofline", "h200-141g").step_time, 0.408);
-  EXPECT_DOUBLE_EQ(StatedErrorOf("roofline", "h100-sxm-80g").step_time, 0.483);
+  EXPECT_DOUBLE_EQ(StatedErrorOf("roofline", "h100-sxm-80g").step_time, 0.484);
   const StatedError other = StatedErrorOf("roofline", "l40s");
   EXPECT_EQ(other.gpu, "");
-  EXPECT_DOUBLE_EQ(other.step_time, 0.483);
+  EXPECT_DOUBLE_EQ(other.step_time, 0.484);
 }
 
 TEST(StatedErrorTest, UnknownKindGetsTheWidestBandAndSaysSo) {

@@ -113,7 +113,7 @@ TEST(PlanPage, ShowsTheModelErrorBandAndWhyTheLayoutsDiffer) {
   const size_t at = Section(html, "model-error");
   ASSERT_NE(at, std::string::npos);
   const std::string section = html.substr(at, Section(html, "simulation") - at);
-  EXPECT_NE(section.find("The step model is aiconfigurator on h100-sxm-80g; measured step times ran up to 22.4% longer"),
+  EXPECT_NE(section.find("The step model is aiconfigurator on h100-sxm-80g; measured step times ran up to 22.6% longer"),
             std::string::npos) << section.substr(0, 600);
   EXPECT_NE(section.find("The pick is the cheapest at both edges."), std::string::npos);
   EXPECT_NE(section.find("<p>Why: tp8 serves 0.443/s per GPU at the SLO against tp4"), std::string::npos);
@@ -124,7 +124,7 @@ TEST(PlanPage, ShowsTheModelErrorBandAndWhyTheLayoutsDiffer) {
   EXPECT_NE(section.find("<title>tp8 operating point collectives: "), std::string::npos);
   // tp4 does not fit the domains at the pessimistic edge: no bar, and the table says so.
   EXPECT_EQ(section.find("<title>tp4 pessimistic (steps x1.22): "), std::string::npos);
-  EXPECT_NE(section.find("<td>pessimistic</td><td>tp4</td><td class=\"n\">0.89</td><td>not sized</td><td class=\"n\">-</td><td class=\"n\">-</td><td class=\"n\">-</td>"), std::string::npos)
+  EXPECT_NE(section.find("<td>pessimistic</td><td>tp4</td><td class=\"n\">0.889</td><td>not sized</td><td class=\"n\">-</td><td class=\"n\">-</td><td class=\"n\">-</td>"), std::string::npos)
       << section;
   // A plan that sized no fleet judged no model error, and says why.
   Json failed = Fixture();

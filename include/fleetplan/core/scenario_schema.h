@@ -48,7 +48,8 @@ inline const std::vector<std::string> kSpeculationAcceptance = {"rounds"};
 inline const std::vector<std::string> kAdapters = {"size", "load_time", "memory_budget"};
 inline const std::vector<std::string> kScheduler = {"policy",           "max_batched_tokens", "max_running",
                                                     "chunk_tokens",     "max_decode_stall",   "aging_per_step",
-                                                    "max_waiting",      "admission",          "reject_unreachable_deadline"};
+                                                    "max_waiting",      "admission",          "reject_unreachable_deadline",
+                                                    "num_scheduler_steps"};
 inline const std::vector<std::string> kKv = {"block_tokens"};
 inline const std::vector<std::string> kPrefixCache = {"enabled", "eviction", "share_across_tenants", "scope"};
 inline const std::vector<std::string> kPrefixCacheScope = {"model_revision", "tokenizer", "position_scheme"};

@@ -465,6 +465,7 @@ class Engine {
   // Admits waiting `slot` with its first chunk if its blocks are free and the budget
   // gives it a chunk; false (changing nothing) otherwise, which ends admission this step.
   bool Admit(int32_t slot, int64_t& budget);
+  bool StepOnlyDecodes() const;  // every chunk scheduled so far this step is a decode
   // The next prefill chunk of `l` if `computed` tokens of it were computed.
   int64_t PrefillChunk(const Live& l, int64_t budget, int64_t computed) const;
   // Allocates blocks for `new_tokens` more tokens, preempting others if needed; false
@@ -562,6 +563,7 @@ class Engine {
   std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
   int64_t step_verify_tokens_ = 0;     // tokens of the step's verification chunks
   bool preempted_in_step_ = false;     // a running request was preempted in this step
+  int64_t decode_run_left_ = 0;        // steps left in a multi-step decode run (num_scheduler_steps)
   std::vector<StepChunk> draft_chunks_;  // DraftTime's and CountOrdinaryEquivalent's scratch
   std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;

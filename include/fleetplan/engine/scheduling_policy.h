@@ -31,6 +31,11 @@ struct SchedulerConfig {
   Duration max_decode_stall = Ms(150);  // bounded-chunk: longest step while decoders run
   double aging_per_step = 0.05;       // priority-aging: score gain per step spent waiting
   int64_t max_waiting = 0;            // waiting-queue bound; 0 = unbounded
+  // vLLM V0's multi-step scheduling (`--num-scheduler-steps`): a step that only decodes
+  // starts a run of this many decode steps over the same running requests, during which
+  // nothing is admitted and no prompt is computed; arrivals wait for the run to end.
+  // 1 = every step is scheduled on its own.
+  int64_t num_scheduler_steps = 1;
 };
 
 class SchedulingPolicy {
