@@ -51,6 +51,19 @@ TEST(BenchSetup, ReadsTheFlagsAndMapsTheModel) {
   EXPECT_THAT(fmt::format("{}", fmt::join(s->notes, "\n")), HasSubstr("engine.step_model not given"));
 }
 
+TEST(BenchSetup, MultiStepSchedulingReachesTheScenario) {
+  std::string text(kSetup);
+  text += "  num_scheduler_steps: 10\n";
+  Expected<BenchSetup> s = ParseBenchSetup(text, "setup.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->num_scheduler_steps, 10);
+  const Expected<int64_t> steps = s->scenario->root()["engine"]["scheduler"]["num_scheduler_steps"].AsInt();
+  ASSERT_TRUE(steps.ok()) << steps.status().message();
+  EXPECT_EQ(*steps, 10);
+  EXPECT_THAT(fmt::format("{}", fmt::join(s->notes, "\n")),
+              HasSubstr("engine.num_scheduler_steps 10: decode runs of 10 steps admit nothing until they end"));
+}
+
 TEST(BenchSetup, BadKeysAndValuesAreLocated) {
   std::string text(kSetup);
   text.replace(text.find("max_num_seqs"), 12, "max_num_seq");
