@@ -1,5 +1,8 @@
 // The vLLM version a scenario models (`engine.version`) and what it changes: the CPU time
-// of a step that the GPU waits for, when the scenario does not state `engine.host_overhead`.
+// of a step that the GPU waits for, when the scenario does not state `engine.host_overhead`
+// (the table below); the scenario reader also takes from its generation the default of
+// `engine.prefix_cache.enabled` and the engine's admission rules under KV pressure
+// (engine/engine.h EngineConfig, kV0AdmissionWatermark).
 //
 //   generation   versions                 host overhead per step (default)
 //   v0           < 0.8                    kV0HostPerStep + kV0HostPerExtraRank × (tp − 1)
