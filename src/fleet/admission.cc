@@ -7,6 +7,7 @@
 
 #include "fleetplan/fleet/simulation.h"
 #include "fleetplan/fleet/telemetry.h"
+#include "fleetplan/metrics/percentile.h"
 #include "fleet/section_readers.h"
 
 namespace fleetplan {
@@ -15,8 +16,7 @@ namespace {
 
 // Nearest-rank percentile of sorted values, in ms.
 double SortedPercentileMs(const std::vector<int64_t>& sorted, double q) {
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return RoundForReport(static_cast<double>(sorted[std::max<size_t>(rank, 1) - 1]) / 1e6);
+  return RoundForReport(static_cast<double>(NearestRankSorted(sorted, q)) / 1e6);
 }
 
 // p50, p99 and max of the waits; null (not 0) when there are none.

@@ -18,6 +18,7 @@
 #include "fleetplan/fleet/fleet_plan.h"
 #include "fleetplan/fleet/run.h"
 #include "fleetplan/fleet/scenario.h"
+#include "fleetplan/metrics/percentile.h"
 #include "fleetplan/workload/bench_client.h"
 #include "fleet/sample_stats.h"
 
@@ -25,7 +26,6 @@ namespace fleetplan {
 namespace {
 
 using fleet_internal::Mean;
-using fleet_internal::Percentile;
 using fleet_internal::Round4;
 
 const std::vector<std::string> kSetupKeys = {
@@ -284,8 +284,8 @@ Stats Of(const std::vector<double>& v) {
   if (v.empty()) return {};
   Stats s;
   s.mean = Mean(v);
-  s.median = Percentile(v, 50);
-  s.p99 = Percentile(v, 99);
+  s.median = InterpolatedPercentile(v, 50);
+  s.p99 = InterpolatedPercentile(v, 99);
   return s;
 }
 

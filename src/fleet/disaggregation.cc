@@ -8,6 +8,7 @@
 
 #include "fleetplan/core/rng.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/metrics/percentile.h"
 #include "fleet/section_readers.h"
 #include "fleetplan/catalog/catalog.h"
 
@@ -27,9 +28,7 @@ void RemoveFrom(std::deque<RequestId>& queue, RequestId id) {
 
 double PercentileMs(std::vector<int64_t> v, double q) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return RoundForReport(static_cast<double>(v[std::max<size_t>(rank, 1) - 1]) / 1e6);
+  return RoundForReport(static_cast<double>(NearestRankSelect(v, q)) / 1e6);
 }
 
 // Count and quantiles; the quantiles are null (not 0) when there are no values.

@@ -16,6 +16,7 @@
 #include "fleetplan/core/limits.h"
 #include "fleetplan/core/text_lines.h"
 #include "fleetplan/fleet/simulation.h"
+#include "fleetplan/metrics/percentile.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/perf/kernel_table.h"
 #include "fleet/sample_stats.h"
@@ -25,7 +26,6 @@ namespace fleetplan {
 namespace {
 
 using fleet_internal::Mean;
-using fleet_internal::Percentile;
 using fleet_internal::Round4;
 
 namespace fs = std::filesystem;
@@ -242,7 +242,8 @@ void ReadPeerToPeer(MeasuredRun* run) {
 
 
 Json Summary(const std::vector<double>& v) {
-  return Json{{"mean", Mean(v)}, {"p50", Percentile(v, 50)}, {"p90", Percentile(v, 90)}, {"p99", Percentile(v, 99)}};
+  return Json{{"mean", Mean(v)}, {"p50", InterpolatedPercentile(v, 50)}, {"p90", InterpolatedPercentile(v, 90)},
+              {"p99", InterpolatedPercentile(v, 99)}};
 }
 
 // Rounds to 4 decimals so reports stay short and stable.

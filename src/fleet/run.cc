@@ -15,6 +15,7 @@
 #include "fleetplan/catalog/dtype.h"
 #include "fleetplan/memory/fit.h"
 #include "fleetplan/memory/plan.h"
+#include "fleetplan/metrics/percentile.h"
 #include "fleetplan/metrics/record.h"
 #include "fleetplan/metrics/records_io.h"
 #include "fleetplan/metrics/report.h"
@@ -140,9 +141,7 @@ Json MemoryJson(const FleetPlan& plan) {
 // Nearest-rank percentile of unsorted values, in ms; 0 when empty.
 double PercentileMs(std::vector<int64_t> v, double q) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return static_cast<double>(v[std::max<size_t>(rank, 1) - 1]) / 1e6;
+  return static_cast<double>(NearestRankSelect(v, q)) / 1e6;
 }
 
 FleetResult Collect(Simulation& sim, Report report, Duration span) {

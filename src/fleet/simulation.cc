@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fleetplan/fleet/telemetry.h"
+#include "fleetplan/metrics/percentile.h"
 
 namespace fleetplan {
 
@@ -581,9 +582,7 @@ namespace {
 // Nearest-rank percentile of unsorted values, in ms; 0 when empty.
 double PercentileMs(std::vector<int64_t> v, double q) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return static_cast<double>(v[std::max<size_t>(rank, 1) - 1]) / 1e6;
+  return static_cast<double>(NearestRankSelect(v, q)) / 1e6;
 }
 double MeanMs(Duration sum, int64_t n) { return n > 0 ? sum.millis() / static_cast<double>(n) : 0.0; }
 }  // namespace

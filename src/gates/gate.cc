@@ -8,6 +8,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/units_parse.h"
+#include "fleetplan/metrics/percentile.h"
 
 namespace fleetplan {
 
@@ -94,9 +95,7 @@ double ReportMs(double ms) { return RoundForReport(ms); }
 
 double NearestRank(const std::vector<double>& sorted, double p) {
   FP_ASSERT(!sorted.empty() && p > 0 && p <= 1);
-  const double rank = std::ceil(p * static_cast<double>(sorted.size()));
-  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return sorted[std::min(i, sorted.size() - 1)];
+  return NearestRankSorted(sorted, p);
 }
 
 }  // namespace fleetplan

@@ -13,12 +13,6 @@ __extension__ typedef unsigned __int128 UInt128;
 
 }  // namespace
 
-int64_t NearestRank(int64_t p, int64_t n) {
-  FP_ASSERT(p > 0 && p <= 100 && n > 0);
-  const int64_t rank = (p * n + 99) / 100;
-  return std::max<int64_t>(rank, 1);
-}
-
 LatencySummary Summarize(std::vector<int64_t>& samples) {
   LatencySummary s;
   s.count = static_cast<int64_t>(samples.size());

@@ -8,6 +8,7 @@
 
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/rng.h"
+#include "fleetplan/metrics/percentile.h"
 
 namespace fleetplan {
 namespace {
@@ -31,21 +32,12 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The nearest-rank quantile (the reports' definition); reorders `v`. REQUIRES: non-empty.
-double NearestRankQuantile(std::vector<double>& v, double q) {
-  const auto n = static_cast<int64_t>(v.size());
-  const int64_t rank = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(q * static_cast<double>(n))), 1, n);
-  const auto nth = v.begin() + (rank - 1);
-  std::nth_element(v.begin(), nth, v.end());
-  return *nth;
-}
-
 // The statistic of a usable sample (not the error rate); reorders `v`.
 double ValueOf(Statistic s, std::vector<double>& v) {
   switch (s) {
     case Statistic::kMedian: return Median(v);
-    case Statistic::kP95: return NearestRankQuantile(v, 0.95);
-    case Statistic::kP99: return NearestRankQuantile(v, 0.99);
+    case Statistic::kP95: return NearestRankSelect(v, 0.95);  // the reports' definition
+    case Statistic::kP99: return NearestRankSelect(v, 0.99);
     case Statistic::kMean: return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
     case Statistic::kErrorRate: break;
   }

@@ -40,6 +40,10 @@ Json Rounded(double v) { return RoundForReport(v); }
 int64_t CountHistogram::Percentile(double p) const {
   FP_ASSERT(n_ > 0 && p > 0 && p <= 1);
   // Nearest rank: the smallest value with at least ceil(p * n) values at or below it.
+  // metrics/percentile.h states this definition for the reports, but the workload layer
+  // sits above metrics and may not use it; here it walks a value -> count table, and the
+  // 1e-9 keeps a product that rounds just above an integer (0.07 * 100 is
+  // 7.000000000000001 as a double) at that integer's rank.
   const auto rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(p * static_cast<double>(n_) - 1e-9)));
   int64_t seen = 0;
   for (const auto& [value, count] : counts_) {

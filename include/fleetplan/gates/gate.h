@@ -108,7 +108,8 @@ const std::vector<GateRow>& GateRows();
 Expected<double> ParseMsFlag(std::string_view flag, const std::string& text);
 // Rounded for reports (9 significant digits).
 double ReportMs(double ms);
-// Nearest-rank percentile of `sorted` (ascending): the ceil(p × n)-th value.
+// Nearest-rank percentile of `sorted` (ascending): the ceil(p × n)-th value
+// (metrics/percentile.h, NearestRankSorted).
 // REQUIRES: !sorted.empty(), 0 < p <= 1.
 double NearestRank(const std::vector<double>& sorted, double p);
 

@@ -1,9 +1,9 @@
 // Exact latency distributions: nearest-rank percentiles over every sample.
 //
-// Nearest rank (no interpolation): the p-th percentile of n sorted samples is the sample
-// at 1-based rank ceil(p * n / 100). Every reported percentile is therefore a latency
-// some request actually had. The mean is the integer sum divided by n (order-free, so
-// it is the same however the samples arrived).
+// Nearest rank (no interpolation; percentile.h, NearestRank): the p-th percentile of n
+// sorted samples is the sample at 1-based rank ceil(p * n / 100). Every reported
+// percentile is therefore a latency some request actually had. The mean is the integer
+// sum divided by n (order-free, so it is the same however the samples arrived).
 // Thread model: value types and pure functions.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fleetplan/core/units.h"
+#include "fleetplan/metrics/percentile.h"
 
 namespace fleetplan {
 
@@ -22,9 +23,6 @@ struct LatencySummary {
   std::optional<double> mean_ns;
   bool operator==(const LatencySummary&) const = default;
 };
-
-// 1-based nearest rank of percentile `p` (0 < p <= 100) among `n` > 0 samples.
-int64_t NearestRank(int64_t p, int64_t n);
 
 // Summarises `samples` (nanoseconds). Reorders them (selection, O(n)).
 LatencySummary Summarize(std::vector<int64_t>& samples);
