@@ -60,6 +60,27 @@ void Port::SendInjectedError(Connection& c, int status) {
               std::move(headers));
 }
 
+bool Port::AnsweredByKey(Connection& c, const std::string& key, uint64_t body_hash, Clock::time_point arrival) {
+  if (key.empty()) return false;
+  if (idempotency_.LiveWith(key)) {
+    ++metrics_.conflicts;
+    c.SendError(ApiError{409, fmt::format("a request with X-Request-Id '{}' is in progress", key),
+                         "invalid_request_error", "", "request_in_progress"});
+    return true;
+  }
+  const Recorded* recorded = idempotency_.Replay(key, arrival);
+  if (recorded == nullptr) return false;
+  if (recorded->body_hash != body_hash) {
+    c.SendError(ApiError{422, fmt::format("X-Request-Id '{}' was used with a different body", key),
+                         "invalid_request_error", "", "idempotency_key_reused"});
+    return true;
+  }
+  ++metrics_.replays;
+  c.SendFull(http::status::ok, recorded->content_type, recorded->body,
+             {{"X-Request-Id", key}, {"X-Idempotent-Replay", "true"}});
+  return true;
+}
+
 // The answer's length and text limit: max_tokens, the class's output distribution, stop
 // strings (docs/serve.md "Tokens").
 std::optional<ApiError> Port::PlanOutput(const ApiRequest& req, Live& l, std::span<const int64_t> ids) {
@@ -143,22 +164,7 @@ void Port::Complete(const std::shared_ptr<Connection>& c, Endpoint endpoint,
                                  "invalid_request_error", "X-Request-Id"});
   }
   const uint64_t body_hash = Fnv1a64(http_req.body());
-  if (!key.empty()) {
-    if (idempotency_.LiveWith(key)) {
-      ++metrics_.conflicts;
-      return c->SendError(ApiError{409, fmt::format("a request with X-Request-Id '{}' is in progress", key),
-                                   "invalid_request_error", "", "request_in_progress"});
-    }
-    if (const Recorded* recorded = idempotency_.Replay(key, arrival)) {
-      if (recorded->body_hash != body_hash) {
-        return c->SendError(ApiError{422, fmt::format("X-Request-Id '{}' was used with a different body", key),
-                                     "invalid_request_error", "", "idempotency_key_reused"});
-      }
-      ++metrics_.replays;
-      return c->SendFull(http::status::ok, recorded->content_type, recorded->body,
-                         {{"X-Request-Id", key}, {"X-Idempotent-Replay", "true"}});
-    }
-  }
+  if (AnsweredByKey(*c, key, body_hash, arrival)) return;
   const FaultDraw fault = DrawFaults();
   if (fault.error) return SendInjectedError(*c, *fault.error);
   Tokenized tok;

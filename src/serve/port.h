@@ -123,6 +123,10 @@ class Port {
   void Accept();
   void Pump(std::optional<SimTime> limit = std::nullopt) { clock_.Pump(limit); }
   void Sweep();
+  // X-Request-Id `key` of a completion with `body_hash`: 409 while a request holding it
+  // is live; its recorded response (422 for another body) while one is kept. True when
+  // `c` was answered so.
+  bool AnsweredByKey(Connection& c, const std::string& key, uint64_t body_hash, Clock::time_point arrival);
   FaultDraw DrawFaults();
   void SendInjectedError(Connection& c, int status);
   void RenderTokens(Live& l, Connection& c);
