@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine_live.h"
+#include "engine/kv_cache_manager.h"
 
 namespace fleetplan {
 
@@ -140,12 +141,15 @@ Engine::Engine(int32_t replica, const EngineConfig& config, const StepCostModel*
       cost_(cost),
       policy_(std::move(policy)),
       observer_(observer),
-      pool_(config.kv_blocks),
+      kv_(MakeKvCacheManager(config, cost, &stats_)),
       // int(), as vLLM rounds it.
-      watermark_blocks_(static_cast<int64_t>(config.admission_watermark * static_cast<double>(config.kv_blocks))),
-      scope_base_(HashScopeBase(config.prefix_cache.scope)) {}
+      watermark_blocks_(static_cast<int64_t>(config.admission_watermark * static_cast<double>(config.kv_blocks))) {}
 
 Engine::~Engine() = default;
+
+const KvBlockPool& Engine::pool() const { return kv_->pool(); }
+
+int64_t Engine::PeekCachedPrefixTokens(const Request& r) const { return kv_->CachedPrefixTokens(r); }
 
 // ---------------------------------------------------------------------------------------
 // Request lifetime
@@ -183,7 +187,7 @@ void Engine::FreeSlot(int32_t slot) {
 
 void Engine::End(int32_t slot, RequestStatus status, SimTime now, std::string reason) {
   Live& l = slots_[static_cast<size_t>(slot)];
-  pool_.Release(l.blocks);
+  kv_->pool().Release(l.blocks);  // FreeSlot resets the rest
   outstanding_tokens_ -= l.remaining_work();
   RequestOutcome o;
   o.id = l.req.id;
@@ -232,7 +236,7 @@ bool Engine::DeadlineUnreachable(const Request& r, SimTime now) const {
   // the work is worthless and admitting it would only delay others. A prefix the cache
   // holds now is assumed still there at admission.
   const int64_t prompt = r.prompt_tokens();
-  const int64_t cached = config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
+  const int64_t cached = kv_->CachedPrefixTokens(r);
   const StepChunk prefill{cached, prompt - cached, false};
   const HostOverhead host = config_.host();
   Duration predicted = host.Of(Summarize({&prefill, 1})) + cost_->Cost({&prefill, 1}).gpu;
@@ -276,9 +280,9 @@ void Engine::Submit(const Request& r, SimTime now) {
     return;
   }
   const int64_t need = BlocksForTokens(r.prompt_tokens() + r.output_tokens, config_.block_tokens);
-  if (need > pool_.total()) {
+  if (need > kv_->pool().total()) {
     Reject(r, now, fmt::format("needs {} KV blocks for {} tokens; the pool has {}", need,
-                               r.prompt_tokens() + r.output_tokens, pool_.total()));
+                               r.prompt_tokens() + r.output_tokens, kv_->pool().total()));
     return;
   }
   if (r.deadline && config_.reject_unreachable_deadline && DeadlineUnreachable(r, now)) {
@@ -294,17 +298,17 @@ std::optional<int64_t> Engine::BeginImport(const Request& r, SimTime now) {
                                                                        : r.prompt_tokens();
   const int32_t slot = NewSlot(r, now);
   Live& l = slots_[static_cast<size_t>(slot)];
-  const Match m = config_.prefix_cache.enabled ? Lookup(l) : Match{};
+  const CacheMatch m = kv_->FindCached(l);
   const int64_t need = BlocksForTokens(tokens, config_.block_tokens) - m.used_blocks;
-  if (need > (config_.prefix_cache.enabled ? FreeAfterAcquire(m) : pool_.free_count())) {
+  if (need > kv_->FreeAfter(m)) {
     outstanding_tokens_ -= l.remaining_work();
     FreeSlot(slot);
     return std::nullopt;
   }
-  if (config_.prefix_cache.enabled) TakeImportHits(l, m);
-  const bool allocated = pool_.Allocate(need, l.blocks);
+  outstanding_tokens_ -= kv_->TakeImported(l, m);
+  const bool allocated = kv_->pool().Allocate(need, l.blocks);
   FP_ASSERT(allocated);
-  if (config_.prefix_cache.enabled) SyncPoolCounters();
+  kv_->SyncCounters();
   // The prompt's KV is here or arriving: only the answer is left to compute.
   const int64_t moving = r.prompt_tokens() - l.num_computed;
   outstanding_tokens_ -= moving;
@@ -314,28 +318,6 @@ std::optional<int64_t> Engine::BeginImport(const Request& r, SimTime now) {
   return moving;
 }
 
-void Engine::TakeImportHits(Live& l, const Match& m) {
-  for (int64_t i = 0; i < m.used_blocks; ++i) {
-    const BlockId b = match_blocks_[static_cast<size_t>(i)];
-    pool_.Acquire(b);
-    l.blocks.push_back(b);
-  }
-  const int64_t block = config_.block_tokens;
-  l.sealed = m.used_blocks;
-  l.num_computed = m.used_blocks * block;
-  l.cached_tokens += l.num_computed;
-  outstanding_tokens_ -= l.num_computed;
-  // A lookup and its hits; nothing is saved from prefill here (the prefill replica
-  // computed the prompt): the hits are KV that does not have to move.
-  PrefixCacheCounters c;
-  c.lookups = 1;
-  c.lookup_tokens = l.num_tokens;
-  c.hit_blocks = m.hit_blocks;
-  c.hit_tokens = m.hit_blocks * block;
-  ClassCounters(l.req.class_id) += c;
-  stats_.prefix_cache += c;
-}
-
 void Engine::FinishImport(RequestId id, SimTime now) {
   const int32_t slot = index_.Find(id);
   FP_ASSERT(slot >= 0);
@@ -343,7 +325,7 @@ void Engine::FinishImport(RequestId id, SimTime now) {
   FP_ASSERT(l.importing);
   l.importing = false;
   --importing_;
-  if (config_.prefix_cache.enabled) EnsureHashes(l);  // the imported full blocks publish after the next step
+  kv_->FinishImported(l);  // the imported full blocks publish after the next step
   l.generated = 1;
   l.first_token = now;
   l.last_token = now;
@@ -364,7 +346,7 @@ void Engine::AbortImport(RequestId id) {
   Live& l = slots_[static_cast<size_t>(slot)];
   FP_ASSERT(l.importing);
   --importing_;
-  pool_.Release(l.blocks);  // never sealed, so never published
+  kv_->Release(l);  // never sealed, so never published
   outstanding_tokens_ -= l.remaining_work();
   FreeSlot(slot);
 }
@@ -599,10 +581,7 @@ void Engine::ExpireWaiting(SimTime now) {
 
 void Engine::Preempt(int32_t slot) {
   Live& l = slots_[static_cast<size_t>(slot)];
-  pool_.Release(l.blocks);
-  l.blocks.clear();
-  l.sealed = 0;
-  l.sealed_tail_published = false;
+  kv_->Release(l);
   outstanding_tokens_ += l.num_computed;
   l.num_computed = 0;
   ++l.preemptions;
@@ -639,7 +618,7 @@ bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
   const int64_t need = BlocksForTokens(l.num_computed + new_tokens, config_.block_tokens) -
                        static_cast<int64_t>(l.blocks.size());
   FP_ASSERT(config_.admission == AdmissionMode::kOptimistic);  // reserve allocates up front
-  while (!pool_.Allocate(need, l.blocks)) {
+  while (!kv_->pool().Allocate(need, l.blocks)) {
     if (!PreemptOneAfter(slot)) return false;
   }
   return true;  // StartStep syncs the eviction counters once for the whole schedule
@@ -786,7 +765,7 @@ bool Engine::StepOnlyDecodes() const {
 bool Engine::Admit(int32_t slot, int64_t& budget) {
   const int64_t block = config_.block_tokens;
   Live& l = slots_[static_cast<size_t>(slot)];
-  const Match m = config_.prefix_cache.enabled ? Lookup(l) : Match{};
+  const CacheMatch m = kv_->FindCached(l);
   const int64_t start = m.used_blocks * block;  // num_computed once admitted
   const int64_t n = PrefillChunk(l, budget, start);
   if (n <= 0) return false;
@@ -796,7 +775,7 @@ bool Engine::Admit(int32_t slot, int64_t& budget) {
   // Head-of-line: when the first candidate's blocks are not free, nobody behind it is
   // admitted either (a request is never starved by smaller ones behind it). Hits that
   // are cached leave the free list, so they do not count as free for the rest.
-  const int64_t free = FreeAfterAcquire(m);
+  const int64_t free = kv_->FreeAfter(m);
   if (need > free) return false;
   if (config_.admit_whole_prompt) {
     const int64_t whole = BlocksForTokens(std::max(tokens, l.num_tokens), block) - m.used_blocks;
@@ -806,8 +785,8 @@ bool Engine::Admit(int32_t slot, int64_t& budget) {
     if (whole + watermark > free) return false;
   }
   LeaveWaiting(slot);
-  if (config_.prefix_cache.enabled) TakeHits(slot, m);
-  const bool allocated = pool_.Allocate(need, l.blocks);
+  outstanding_tokens_ -= kv_->TakeCached(l, m);
+  const bool allocated = kv_->pool().Allocate(need, l.blocks);
   FP_ASSERT(allocated);
   InsertRunning(slot);
   AddChunk(slot, n);
@@ -862,7 +841,7 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
       ScheduleWaiting(budget);
     }
   }
-  if (config_.prefix_cache.enabled) SyncPoolCounters();  // scheduling allocates, which evicts
+  kv_->SyncCounters();  // scheduling allocates, which evicts
   CompactWaiting();
   if (plan_.empty()) return std::nullopt;
   if (!run_step && config_.scheduler.num_scheduler_steps > 1 && StepOnlyDecodes()) {
@@ -898,9 +877,9 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
   l.num_computed += p.new_tokens;
   outstanding_tokens_ -= p.new_tokens;
-  // Most chunks (decodes) fill no block: test that here, with a multiplication, before
-  // calling out of line.
-  if (config_.prefix_cache.enabled && l.num_computed >= (l.sealed + 1) * config_.block_tokens) SealComputed(l);
+  // Most chunks (decodes) fill no block, and without the prefix cache none seals: one
+  // compare against the manager's threshold before calling out of line.
+  if (l.num_computed >= l.seal_at) kv_->Seal(l);
   if (l.num_computed < l.num_tokens) return;  // a prefill chunk that does not finish the prompt
   SampleToken<kTokenEvents>(l, p.slot, now);
 }
@@ -913,7 +892,7 @@ void Engine::ApplyRound(const Planned& p, SimTime now) {
   const int64_t accepted = config_.speculation.Accepted(static_cast<uint64_t>(l.req.id), l.generated, p.drafted);
   l.num_computed += 1 + accepted;
   outstanding_tokens_ -= 1 + accepted;
-  if (config_.prefix_cache.enabled && l.num_computed >= (l.sealed + 1) * config_.block_tokens) SealComputed(l);
+  if (l.num_computed >= l.seal_at) kv_->Seal(l);
   SpeculationCounters& c = stats_.speculation;
   ++c.rounds;
   c.drafted_tokens += p.drafted;
@@ -979,15 +958,16 @@ void Engine::FinishStep(SimTime now) {
   if (shape.prefill_seqs == 0 && shape.decode_seqs > 0) CountDecodeBatch(shape.decode_seqs);
   ++stats_.steps;
   stats_.busy += now - step_start_;
-  stats_.kv_peak_blocks = std::max(stats_.kv_peak_blocks, pool_.used_count());
-  stats_.kv_block_seconds += static_cast<double>(pool_.used_count()) * (now - step_start_).seconds();
-  stats_.kv_cached_block_seconds += static_cast<double>(pool_.cached_count()) * (now - step_start_).seconds();
+  const KvBlockPool& pool = kv_->pool();
+  stats_.kv_peak_blocks = std::max(stats_.kv_peak_blocks, pool.used_count());
+  stats_.kv_block_seconds += static_cast<double>(pool.used_count()) * (now - step_start_).seconds();
+  stats_.kv_cached_block_seconds += static_cast<double>(pool.cached_count()) * (now - step_start_).seconds();
   if (config_.cuda_graphs.enabled()) CountGraphUse(shape);
   const auto cap = policy_->StepTimeCap();
   if (cap && (shape.decode_seqs > 0 || step_verify_tokens_ > 0) && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
   if (observer_ != nullptr) {
-    observer_->OnStep({replica_, step_start_, now, shape, step_host_, step_gpu_, pool_.used_count(),
-                       pool_.cached_count(), pool_.evictable_count(), waiting_count(), running_count()});
+    observer_->OnStep({replica_, step_start_, now, shape, step_host_, step_gpu_, pool.used_count(),
+                       pool.cached_count(), pool.evictable_count(), waiting_count(), running_count()});
   }
   in_flight_ = false;
   // Token events cost nothing unless asked for: the loop is compiled twice.
@@ -1018,7 +998,7 @@ void Engine::ApplyPlan(SimTime now) {
 }
 
 Status Engine::CheckInvariants() const {
-  FP_RETURN_IF_ERROR(pool_.CheckInvariants());
+  FP_RETURN_IF_ERROR(kv_->pool().CheckInvariants());
   int64_t live = 0;
   int64_t work = 0;
   for (const Live& l : slots_) {
@@ -1037,7 +1017,7 @@ Status Engine::CheckInvariants() const {
     }
   }
   // Sharing: each block's refcount is the number of live requests holding it.
-  FP_RETURN_IF_ERROR(CheckSharing());
+  FP_RETURN_IF_ERROR(kv_->CheckSharing(slots_));
   FP_RETURN_IF_ERROR(CheckWaiting());
   if (live != index_.size()) return InternalError("request index out of sync");
   if (live != waiting_count() + running_count() + importing_ &&

@@ -1,8 +1,11 @@
-// Engine::Live: the per-request state of a live request (internal to the engine's .cc
-// files; engine.h documents the arithmetic). Reset when the request ends; the slot keeps
-// only the capacity of its vectors for the next request (see ResetKeepingCapacity).
+// LiveRequest (Engine::Live): the per-request state of a live request, internal to the
+// engine's .cc files and its KV cache manager (kv_cache_manager.h); engine.h documents
+// the arithmetic. Reset when the request ends; the slot keeps only the capacity of its
+// vectors for the next request (see ResetKeepingCapacity).
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -10,7 +13,10 @@
 
 namespace fleetplan {
 
-struct Engine::Live {
+// LiveRequest::seal_at when the KV cache manager wants no Seal call.
+inline constexpr int64_t kNeverSeal = std::numeric_limits<int64_t>::max();
+
+struct LiveRequest {
   // Read or written for every chunk of every step, so kept together at the front: the
   // first cache line holds what scheduling and applying a decode need, the second its
   // timing and blocks. (With the request first, these spread over three lines behind
@@ -20,7 +26,10 @@ struct Engine::Live {
   int64_t generated = 0;     // output tokens sampled
   int64_t output_tokens = 0; // req.output_tokens, beside the counters it ends
   int64_t scheduled_step = -1; // step index of the last step that scheduled it
-  int64_t sealed = 0;        // prefix cache: blocks [0, sealed) are full and immutable
+  // The num_computed at which the KV cache manager seals the next full block (Seal);
+  // kNeverSeal without the prefix cache, or while the request holds no blocks. Set by the
+  // manager only: the engine compares, so a chunk that fills no block calls nothing.
+  int64_t seal_at = kNeverSeal;
   bool in_use = false;
   bool running = false;        // member of running_ (kept so membership is O(1))
   bool waiting = false;        // in the waiting queue at position wait_pos
@@ -43,7 +52,9 @@ struct Engine::Live {
   int64_t wait_pos = 0;        // its position there while `waiting` (Engine::EnqueueWaiting)
   int32_t preemptions = 0;
 
-  // Prefix cache. `hashes` are the chained identities of the full blocks this request
+  // Prefix cache (the KV cache manager's). Blocks [0, sealed) are full and immutable.
+  int64_t sealed = 0;
+  // `hashes` are the chained identities of the full blocks this request
   // can ever compute, under `scope` (valid while scope_epoch matches the engine's, or
   // the recomputed scope is unchanged).
   std::vector<BlockHash> hashes;
@@ -60,7 +71,7 @@ struct Engine::Live {
     std::vector<PromptSegment> kept_prompt = std::move(req.prompt);
     std::vector<BlockId> kept_blocks = std::move(blocks);
     std::vector<BlockHash> kept_hashes = std::move(hashes);
-    *this = Live{};
+    *this = LiveRequest{};
     kept_prompt.clear();
     kept_blocks.clear();
     kept_hashes.clear();

@@ -286,6 +286,9 @@ struct EngineStats {
   EngineStats& operator+=(const EngineStats& o);
 };
 
+struct LiveRequest;    // per-request state (src/engine/engine_live.h)
+class KvCacheManager;  // the block pool and the prefix cache (src/engine/kv_cache_manager.h)
+
 // A read-only view of one live request (tests and tools). The span is valid until the
 // engine is next modified.
 struct RequestView {
@@ -371,16 +374,14 @@ class Engine {
   int64_t waiting_count() const { return waiting_live_; }
   int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
   int64_t live_requests() const { return index_.size(); }
-  const KvBlockPool& pool() const { return pool_; }
+  const KvBlockPool& pool() const;
   const EngineStats& stats() const { return stats_; }
   const EngineConfig& config() const { return config_; }
   // Tokens of queued and running work not yet computed (a router's load signal).
   int64_t outstanding_tokens() const { return outstanding_tokens_; }
   // Prompt tokens of `r` the prefix cache would supply if it were admitted now (0 with
   // the cache off): what a precise router sees. Read-only.
-  int64_t PeekCachedPrefixTokens(const Request& r) const {
-    return config_.prefix_cache.enabled ? CachedPrefixTokens(r) : 0;
-  }
+  int64_t PeekCachedPrefixTokens(const Request& r) const;
   std::optional<RequestView> request(RequestId id) const;
   // The live requests' ids in increasing order (a fleet giving up a lost replica's
   // requests), and one live request as it was submitted (nullptr when not live here).
@@ -392,7 +393,7 @@ class Engine {
   Status CheckInvariants() const;
 
  private:
-  struct Live;  // per-request state, freed when the request ends
+  using Live = LiveRequest;  // per-request state, freed when the request ends
   struct Planned {
     int32_t slot;
     int32_t drafted;     // speculative tokens verified with this chunk (0: not a round)
@@ -501,40 +502,14 @@ class Engine {
   void CountGraphUse(const StepShape& shape);
   void CountDecodeBatch(int64_t decodes);  // stats_.decode_batch_steps
 
-  // Prefix cache (engine_prefix.cc).
-  struct Match {
-    int64_t hit_blocks = 0;   // leading blocks found in the index
-    int64_t used_blocks = 0;  // of those, taken (at least one token is left to compute)
-  };
-  int32_t Namespace(TenantId tenant) const;
-  // Tokens of `r`'s prompt a lookup would take from the cache now (read-only).
-  int64_t CachedPrefixTokens(const Request& r) const;
-  BlockHash ScopeOf(const Request& r) const;
-  void EnsureHashes(Live& l);
-  // Read-only lookup; the found blocks are left in match_blocks_.
-  Match Lookup(Live& l);
-  int64_t FreeAfterAcquire(const Match& m) const;
-  // Takes references on the match's used blocks and accounts the lookup: as a lookup at
-  // the request's first admission, as a re-hit after a preemption (PrefixCacheCounters).
-  void TakeHits(int32_t slot, const Match& m);
-  // BeginImport's hits: references, sealed blocks and lookup counters (engine.cc).
-  void TakeImportHits(Live& l, const Match& m);
-  // Publishes the blocks that l's computed tokens filled since the last call (none when
-  // its scope was invalidated). Callers skip it when no block can have filled.
-  void SealComputed(Live& l);
-  // The published block holding l.hashes[position] (its own block when that is the one
-  // published), or kNoBlock: the parent to publish position + 1 under (kv_pool.h).
-  BlockId ChainHolder(const Live& l, int64_t position) const;
-  void SyncPoolCounters();
-  PrefixCacheCounters& ClassCounters(ClassId class_id);
-  Status CheckSharing() const;
-
   int32_t replica_;
   EngineConfig config_;
   const StepCostModel* cost_;
   std::unique_ptr<SchedulingPolicy> policy_;
   EngineObserver* observer_;
-  KvBlockPool pool_;
+  // The KV cache: block pool plus prefix cache or none, chosen once from
+  // config_.prefix_cache (MakeKvCacheManager). Writes the prefix-cache part of stats_.
+  std::unique_ptr<KvCacheManager> kv_;
 
   std::vector<Live> slots_;
   std::vector<int32_t> free_slots_;
@@ -580,19 +555,6 @@ class Engine {
   mutable PredictedDecode predicted_decode_;
   EngineStats stats_;
   int64_t watermark_blocks_ = 0;  // int(admission_watermark × kv_blocks)
-
-  // Prefix cache state.
-  BlockHash scope_base_;
-  int64_t scope_epoch_ = 0;       // bumped by every invalidation
-  int64_t model_generation_ = 0;
-  int64_t tokenizer_generation_ = 0;
-  int64_t corpus_generation_ = 0;  // corpus invalidations of every namespace
-  std::map<int32_t, int64_t> adapter_generation_;    // lookup only
-  std::map<int32_t, int64_t> namespace_generation_;  // tenant invalidations
-  std::map<int32_t, int64_t> corpus_ns_generation_;  // corpus invalidations of one namespace
-  std::vector<BlockId> match_blocks_;  // scratch of the last Lookup
-  int64_t synced_evictions_ = 0;
-  int64_t synced_invalidations_ = 0;
 };
 
 }  // namespace fleetplan
