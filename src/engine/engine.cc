@@ -109,6 +109,19 @@ Json EngineStats::ToJson(int64_t kv_blocks, Duration span, bool cuda_graphs_enab
   return j;
 }
 
+int64_t StepPlan::total_tokens() const {
+  int64_t total = 0;
+  for (const Entry& e : entries) total += e.new_tokens;
+  return total;
+}
+
+void StepPlan::clear() {
+  entries.clear();
+  chunks.clear();
+  preempted.clear();
+  verify_tokens = 0;
+}
+
 Expected<std::unique_ptr<Engine>> Engine::Create(int32_t replica, const EngineConfig& config,
                                                  const StepCostModel* cost, EngineObserver* observer) {
   FP_ASSERT(cost != nullptr);
@@ -586,7 +599,7 @@ void Engine::Preempt(int32_t slot) {
   l.num_computed = 0;
   ++l.preemptions;
   ++stats_.preemptions;
-  preempted_in_step_ = true;
+  plan_.preempted.push_back(l.req.id);
   l.gap_spans_preemption = true;
   l.enqueued_step = step_index_;
   RemoveRunning(slot);
@@ -631,26 +644,27 @@ bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
   // by field and copy it back with one wide load, which the processor cannot forward from
   // the narrower stores; that stall was the largest single cost of a step (perf,
   // docs/PERFORMANCE.md "Engine").
-  Planned& p = plan_.emplace_back();
+  StepPlan::Entry& p = plan_.entries.emplace_back();
   p.slot = slot;
   p.drafted = drafted;
   p.new_tokens = new_tokens;
-  StepChunk& c = chunks_.emplace_back();
+  StepChunk& c = plan_.chunks.emplace_back();
   c.context_tokens = l.num_computed;
   c.new_tokens = new_tokens;
   // A verification computes 1 + drafted tokens over its context: prefill-shaped work.
   c.decode = l.is_decode() && drafted == 0;
-  if (drafted > 0) step_verify_tokens_ += new_tokens;
+  if (drafted > 0) plan_.verify_tokens += new_tokens;
 }
 
 int64_t Engine::CapByStepTime(int64_t new_tokens, int64_t context) const {
   const auto cap = policy_->StepTimeCap();
   // A speculative round is a decoder too (its chunk is prefill-shaped). The draft model's
   // time is not in the trial: the cap bounds the target's step.
-  const bool decoding = step_verify_tokens_ > 0 ||
-                        std::any_of(chunks_.begin(), chunks_.end(), [](const StepChunk& c) { return c.decode; });
+  const std::vector<StepChunk>& chunks = plan_.chunks;
+  const bool decoding = plan_.verify_tokens > 0 ||
+                        std::any_of(chunks.begin(), chunks.end(), [](const StepChunk& c) { return c.decode; });
   if (!cap || !decoding) return new_tokens;
-  std::vector<StepChunk> trial(chunks_);
+  std::vector<StepChunk> trial(chunks);
   trial.push_back({context, new_tokens, false});
   auto fits = [&](int64_t n) {
     trial.back().new_tokens = n;
@@ -714,8 +728,8 @@ Duration Engine::DraftTime() {
   Duration total;
   for (int64_t j = 0;; ++j) {
     draft_chunks_.clear();
-    for (size_t i = 0; i < plan_.size(); ++i) {
-      if (plan_[i].drafted > j) draft_chunks_.push_back({chunks_[i].context_tokens + 1 + j, 1, true});
+    for (size_t i = 0; i < plan_.entries.size(); ++i) {
+      if (plan_.entries[i].drafted > j) draft_chunks_.push_back({plan_.chunks[i].context_tokens + 1 + j, 1, true});
     }
     if (draft_chunks_.empty()) return total;
     total += spec.draft_cost->Cost(draft_chunks_).gpu;
@@ -724,8 +738,9 @@ Duration Engine::DraftTime() {
 
 void Engine::CountOrdinaryEquivalent() {
   draft_chunks_.clear();
-  for (size_t i = 0; i < plan_.size(); ++i) {
-    draft_chunks_.push_back(plan_[i].drafted > 0 ? StepChunk{chunks_[i].context_tokens, 1, true} : chunks_[i]);
+  for (size_t i = 0; i < plan_.entries.size(); ++i) {
+    const StepChunk& c = plan_.chunks[i];
+    draft_chunks_.push_back(plan_.entries[i].drafted > 0 ? StepChunk{c.context_tokens, 1, true} : c);
   }
   SpeculationCounters& c = stats_.speculation;
   c.verify_step_time += step_gpu_;
@@ -759,7 +774,7 @@ void Engine::SchedulePartialPrefills(int64_t& budget) {
 }
 
 bool Engine::StepOnlyDecodes() const {
-  return std::all_of(chunks_.begin(), chunks_.end(), [](const StepChunk& c) { return c.decode; });
+  return std::all_of(plan_.chunks.begin(), plan_.chunks.end(), [](const StepChunk& c) { return c.decode; });
 }
 
 bool Engine::Admit(int32_t slot, int64_t& budget) {
@@ -797,7 +812,7 @@ bool Engine::Admit(int32_t slot, int64_t& budget) {
 void Engine::ScheduleWaiting(int64_t& budget) {
   // Candidates in policy order (queue order, or PrefillKey order for reordering
   // policies); the first that cannot be admitted ends admission for this step.
-  if (preempted_in_step_ && !config_.admit_in_preempting_step) return;
+  if (!plan_.preempted.empty() && !config_.admit_in_preempting_step) return;
   const bool reorders = policy_->ReordersPrefill();
   while (budget > 0 && running_count() < config_.scheduler.max_running) {
     if (reorders) {
@@ -817,20 +832,26 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   FP_ASSERT(!in_flight_);
   ++step_index_;
   ExpireWaiting(now);
+  Schedule();
+  if (plan_.empty()) {
+    plan_.clear();  // preemptions without a step: nothing is in flight
+    return std::nullopt;
+  }
+  return Launch(now);
+}
+
+void Engine::Schedule() {
   plan_.clear();
-  chunks_.clear();
-  step_verify_tokens_ = 0;
-  preempted_in_step_ = false;
   int64_t budget = config_.scheduler.max_batched_tokens;
-  bool run_step = false;
+  bool in_decode_run = false;
   if (decode_run_left_ > 0) {
     // Inside a multi-step run: the same requests decode on; nothing else is scheduled.
     --decode_run_left_;
     ScheduleDecodes(budget);
-    run_step = !plan_.empty();
-    if (!run_step) decode_run_left_ = 0;  // the run's requests are all done: schedule afresh
+    in_decode_run = !plan_.empty();
+    if (!in_decode_run) decode_run_left_ = 0;  // the run's requests are all done: schedule afresh
   }
-  if (!run_step) {
+  if (!in_decode_run) {
     if (policy_->PrefillBeforeDecode()) {
       SchedulePartialPrefills(budget);
       ScheduleWaiting(budget);
@@ -843,17 +864,18 @@ std::optional<SimTime> Engine::StartStep(SimTime now) {
   }
   kv_->SyncCounters();  // scheduling allocates, which evicts
   CompactWaiting();
-  if (plan_.empty()) return std::nullopt;
-  if (!run_step && config_.scheduler.num_scheduler_steps > 1 && StepOnlyDecodes()) {
+  if (!plan_.empty() && !in_decode_run && config_.scheduler.num_scheduler_steps > 1 && StepOnlyDecodes()) {
     decode_run_left_ = config_.scheduler.num_scheduler_steps - 1;
   }
+}
 
-  const StepCost cost = cost_->Cost(chunks_);
+SimTime Engine::Launch(SimTime now) {
+  const StepCost cost = cost_->Cost(plan_.chunks);
   in_flight_ = true;
   step_start_ = now;
-  step_host_ = StepHost(chunks_);
+  step_host_ = StepHost(plan_.chunks);
   step_gpu_ = cost.gpu;
-  if (step_verify_tokens_ > 0) {
+  if (plan_.verify_tokens > 0) {
     const Duration draft = DraftTime();
     stats_.speculation.draft_time += draft;
     step_gpu_ += draft;
@@ -873,7 +895,7 @@ void Engine::StretchStep(SimTime end) {
 }
 
 template <bool kTokenEvents>
-void Engine::ApplyChunk(const Planned& p, SimTime now) {
+void Engine::ApplyChunk(const StepPlan::Entry& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
   l.num_computed += p.new_tokens;
   outstanding_tokens_ -= p.new_tokens;
@@ -885,7 +907,7 @@ void Engine::ApplyChunk(const Planned& p, SimTime now) {
 }
 
 template <bool kTokenEvents>
-void Engine::ApplyRound(const Planned& p, SimTime now) {
+void Engine::ApplyRound(const StepPlan::Entry& p, SimTime now) {
   Live& l = slots_[static_cast<size_t>(p.slot)];
   // A speculative round keeps the last token and the accepted drafts' KV (speculation.h):
   // the accepted drafts become sampled tokens, then the target's own token is sampled.
@@ -949,11 +971,12 @@ void Engine::CountGraphUse(const StepShape& shape) {
 
 void Engine::FinishStep(SimTime now) {
   FP_ASSERT(in_flight_ && now == step_end_);
-  const StepShape shape = Summarize(chunks_);
+  const StepShape shape = Summarize(plan_.chunks);
+  const int64_t verify_tokens = plan_.verify_tokens;
   // Verification chunks are prefill-shaped for the cost model; the counters keep them apart.
-  stats_.prefill_tokens += shape.prefill_tokens - step_verify_tokens_;
-  stats_.decode_tokens += shape.decode_seqs + step_verify_tokens_;
-  if (step_verify_tokens_ > 0) ++stats_.speculation.verify_steps;
+  stats_.prefill_tokens += shape.prefill_tokens - verify_tokens;
+  stats_.decode_tokens += shape.decode_seqs + verify_tokens;
+  if (verify_tokens > 0) ++stats_.speculation.verify_steps;
   if (config_.speculation.enabled()) stats_.speculation.ordinary_decodes += shape.decode_seqs;
   if (shape.prefill_seqs == 0 && shape.decode_seqs > 0) CountDecodeBatch(shape.decode_seqs);
   ++stats_.steps;
@@ -964,7 +987,7 @@ void Engine::FinishStep(SimTime now) {
   stats_.kv_cached_block_seconds += static_cast<double>(pool.cached_count()) * (now - step_start_).seconds();
   if (config_.cuda_graphs.enabled()) CountGraphUse(shape);
   const auto cap = policy_->StepTimeCap();
-  if (cap && (shape.decode_seqs > 0 || step_verify_tokens_ > 0) && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
+  if (cap && (shape.decode_seqs > 0 || verify_tokens > 0) && now - step_start_ > *cap) ++stats_.steps_over_time_cap;
   if (observer_ != nullptr) {
     observer_->OnStep({replica_, step_start_, now, shape, step_host_, step_gpu_, pool.used_count(),
                        pool.cached_count(), pool.evictable_count(), waiting_count(), running_count()});
@@ -977,12 +1000,11 @@ void Engine::FinishStep(SimTime now) {
     ApplyPlan<false>(now);
   }
   plan_.clear();
-  chunks_.clear();
 }
 
 template <bool kTokenEvents>
 void Engine::ApplyPlan(SimTime now) {
-  for (const Planned& p : plan_) {
+  for (const StepPlan::Entry& p : plan_.entries) {
     Live& l = slots_[static_cast<size_t>(p.slot)];
     if (l.cancelled) {
       End(p.slot, RequestStatus::kCancelled, now);  // blocks released only now

@@ -85,6 +85,13 @@ const Request* Engine::live_request(RequestId id) const {
   return slot < 0 ? nullptr : &slots_[static_cast<size_t>(slot)].req;
 }
 
+RequestId Engine::planned_request(int32_t slot) const {
+  FP_ASSERT(slot >= 0 && static_cast<size_t>(slot) < slots_.size());
+  const Live& l = slots_[static_cast<size_t>(slot)];
+  FP_ASSERT(l.in_use);
+  return l.req.id;
+}
+
 PrefixCacheCounters Engine::prefix_cache_for_class(ClassId class_id) const {
   const auto& by_class = stats_.prefix_cache_by_class;
   const auto c = static_cast<size_t>(std::max(class_id, 0));

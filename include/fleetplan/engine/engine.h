@@ -6,6 +6,13 @@
 // changes except cancellations, which take effect at once for scheduling but release
 // blocks only when the step in flight completes.
 //
+// Two seams, as in vLLM v1. Scheduling produces a StepPlan (below): the requests that
+// run, their tokens this step, speculative rounds, the preemptions it made; the cost
+// model prices the plan's chunks and FinishStep applies it. The KV cache manager
+// (src/engine/kv_cache_manager.h) owns the block pool and the prefix cache; it is picked
+// once from EngineConfig::prefix_cache, and with the cache off it is a manager whose
+// every lookup misses, so the engine has no branch on the flag.
+//
 // Per request, one state variable chases another (vLLM v1's idea):
 //
 //   | prompt tokens ............................ | generated ... |
@@ -27,7 +34,7 @@
 // Rejection (longer than max_context, queue full, deadline unreachable) happens at Submit and touches no counter
 // but the rejection count.
 //
-// Prefix cache (when enabled). A request's full blocks have identities (block_hash.h)
+// Prefix cache (engine.prefix_cache on: the prefix KV cache manager). A request's full blocks have identities (block_hash.h)
 // under its scope: the engine-wide CacheScopeBase, its adapter, its tenant namespace
 // (its tenant, or one shared namespace with share_across_tenants) and the invalidation
 // generations of those. At admission from the waiting queue (first time and after a
@@ -286,6 +293,45 @@ struct EngineStats {
   EngineStats& operator+=(const EngineStats& o);
 };
 
+// StepPlan: one step as scheduling decided it, the contract between the engine's
+// scheduler and the rest of the step (DESIGN.md "Key shapes"):
+//
+//   StartStep   Schedule ─► StepPlan ─► step cost model (its chunks) ─► the step's end
+//   FinishStep  at that end, the plan is applied: each entry's tokens are computed,
+//               tokens sampled, filled blocks sealed; nothing is scheduled or allocated
+//
+// entries[i] and chunks[i] are one scheduled request's work in the step:
+//
+//   | context_tokens: computed before the step | new_tokens: computed by it |
+//
+// A decode computes one token and samples one. A speculative round (drafted > 0)
+// verifies 1 + drafted tokens, a prefill-shaped chunk for the cost model, and keeps
+// 1 + the accepted drafts (speculation.h). A prefill chunk samples a token only when it
+// completes the prompt.
+//
+// Invariants (the scheduler builds them; tests check them): entries.size() ==
+// chunks.size(); entries[i].new_tokens == chunks[i].new_tokens >= 1; no request appears
+// twice; total_tokens() <= scheduler.max_batched_tokens; verify_tokens is the sum of
+// new_tokens over the entries with drafted > 0; the blocks for every entry's tokens were
+// allocated while planning. Preemptions happen while planning (they free the blocks the
+// plan then uses) and are listed in `preempted`.
+struct StepPlan {
+  struct Entry {
+    int32_t slot;        // the request's slot in the engine (Engine::planned_request)
+    int32_t drafted;     // speculative tokens verified with this chunk (0: not a round)
+    int64_t new_tokens;  // tokens computed by the step
+  };
+  std::vector<Entry> entries;
+  std::vector<StepChunk> chunks;     // the cost model's input, index-aligned with entries
+  std::vector<RequestId> preempted;  // running requests preempted while planning, in order
+  int64_t verify_tokens = 0;         // tokens of the speculative rounds' chunks
+
+  bool empty() const { return entries.empty(); }
+  // Tokens the step computes: the sum of new_tokens.
+  int64_t total_tokens() const;
+  void clear();  // empties the plan, keeping the vectors' capacity
+};
+
 struct LiveRequest;    // per-request state (src/engine/engine_live.h)
 class KvCacheManager;  // the block pool and the prefix cache (src/engine/kv_cache_manager.h)
 
@@ -369,6 +415,10 @@ class Engine {
   void StretchStep(SimTime end);
   // Applies the step in flight. REQUIRES: step_in_flight(), now == its end time.
   void FinishStep(SimTime now);
+  // The plan of the step in flight (empty when none), and the id of the request an
+  // entry's slot holds. REQUIRES (planned_request): the slot holds a live request.
+  const StepPlan& planned_step() const { return plan_; }
+  RequestId planned_request(int32_t slot) const;
 
   int32_t replica() const { return replica_; }
   int64_t waiting_count() const { return waiting_live_; }
@@ -394,11 +444,6 @@ class Engine {
 
  private:
   using Live = LiveRequest;  // per-request state, freed when the request ends
-  struct Planned {
-    int32_t slot;
-    int32_t drafted;     // speculative tokens verified with this chunk (0: not a round)
-    int64_t new_tokens;
-  };
 
   Engine(int32_t replica, const EngineConfig& config, const StepCostModel* cost,
          std::unique_ptr<SchedulingPolicy> policy, EngineObserver* observer);
@@ -460,6 +505,13 @@ class Engine {
   Status CheckWaiting() const;
 
   void ExpireWaiting(SimTime now);
+  // Builds plan_ for this step: decodes, partial prefills and admissions in the policy's
+  // order (or the next step of a multi-step decode run), allocating and preempting as it
+  // goes. Changes no request's num_computed except by preemption and prefix hits.
+  void Schedule();
+  // The planned step goes in flight at `now`: priced (host, GPU, draft model); returns
+  // its end. REQUIRES: !plan_.empty().
+  SimTime Launch(SimTime now);
   void ScheduleDecodes(int64_t& budget);
   void SchedulePartialPrefills(int64_t& budget);
   void ScheduleWaiting(int64_t& budget);
@@ -488,15 +540,15 @@ class Engine {
   void InsertRunning(int32_t slot);
   void RemoveRunning(int32_t slot);
   template <bool kTokenEvents>
-  void ApplyChunk(const Planned& p, SimTime now);
+  void ApplyChunk(const StepPlan::Entry& p, SimTime now);
   template <bool kTokenEvents>
-  void ApplyPlan(SimTime now);  // every chunk of the step in flight
+  void ApplyPlan(SimTime now);  // every entry of plan_, the step in flight
   // One sampled token of running request `l` (in `slot`) at `now`: first-token and gap
   // bookkeeping, the token event, and the end of its answer. False when the request ended.
   template <bool kTokenEvents>
   bool SampleToken(Live& l, int32_t slot, SimTime now);
   template <bool kTokenEvents>
-  void ApplyRound(const Planned& p, SimTime now);  // ApplyChunk of a speculative round
+  void ApplyRound(const StepPlan::Entry& p, SimTime now);  // ApplyChunk of a speculative round
   template <bool kSpeculate>
   void ScheduleDecodeLoop(int64_t& budget);  // ScheduleDecodes' walk
   void CountGraphUse(const StepShape& shape);
@@ -534,13 +586,12 @@ class Engine {
   SimTime step_end_;
   Duration step_host_;
   Duration step_gpu_;
-  std::vector<Planned> plan_;
+  // The step being planned (from StartStep's Schedule) or in flight (until FinishStep
+  // applied it); its vectors keep their capacity between steps.
+  StepPlan plan_;
   std::vector<int32_t> decode_order_;  // ScheduleDecodes' scratch
-  int64_t step_verify_tokens_ = 0;     // tokens of the step's verification chunks
-  bool preempted_in_step_ = false;     // a running request was preempted in this step
   int64_t decode_run_left_ = 0;        // steps left in a multi-step decode run (num_scheduler_steps)
   std::vector<StepChunk> draft_chunks_;  // DraftTime's and CountOrdinaryEquivalent's scratch
-  std::vector<StepChunk> chunks_;
   int64_t step_index_ = 0;
   int64_t outstanding_tokens_ = 0;
   int64_t importing_ = 0;  // live requests between BeginImport and Finish/AbortImport
