@@ -634,7 +634,7 @@ bool Engine::GrowBlocks(int32_t slot, int64_t new_tokens) {
   while (!kv_->pool().Allocate(need, l.blocks)) {
     if (!PreemptOneAfter(slot)) return false;
   }
-  return true;  // StartStep syncs the eviction counters once for the whole schedule
+  return true;  // Schedule syncs the eviction counters once for the whole plan
 }
 
 [[gnu::always_inline]] inline void Engine::AddChunk(int32_t slot, int64_t new_tokens, int32_t drafted) {
