@@ -10,18 +10,19 @@
 
 namespace fleetplan {
 
-AdapterComponent::AdapterComponent(Simulation& sim) : sim_(sim) {
+AdapterComponent::AdapterComponent(Simulation& sim)
+    : sim_(sim), config_(*sim.setup().components.Find<AdapterConfig>(kAdaptersRow)) {
   const FleetSetup& setup = sim_.setup();
-  if (!setup.adapters.popularity.empty()) {
+  if (!config_.popularity.empty()) {
     const AdapterAwareWeights& w = setup.router.adapter_aware;
     const auto replicas = static_cast<int32_t>(std::max<size_t>(1, setup.replicas.size()));
-    partition_ = PartitionByPopularity(setup.adapters.popularity, replicas, w.hot, w.warm);
+    partition_ = PartitionByPopularity(config_.popularity, replicas, w.hot, w.warm);
     by_popularity_ = setup.router.policy == "adapter-aware" && w.by == AdapterPlacementBy::kPopularity;
   }
 }
 
 Status AdapterComponent::OnReplicaAdded(int32_t id) {
-  residency_.emplace_back(sim_.setup().adapters);
+  residency_.emplace_back(config_);
   snapshot_.emplace_back();
   sent_.emplace_back();
   if (by_popularity_) {
@@ -88,7 +89,7 @@ Status AdapterComponent::CheckInvariants() const {
 void AdapterComponent::AddReport(Duration span, Json& report) const {
   (void)span;
   if (!partition_) return;
-  const AdapterConfig& config = sim_.setup().adapters;
+  const AdapterConfig& config = config_;
   Json per_replica = Json::array();
   int64_t most = 0;
   for (size_t i = 0; i < partition_->on.size(); ++i) {

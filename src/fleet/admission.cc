@@ -50,12 +50,13 @@ const TenantQuota& AdmissionConfig::QuotaOf(TenantId tenant) const {
   return default_quota;
 }
 
-Admission::Admission(Simulation& sim) : sim_(sim), config_(sim.setup().admission) {
+Admission::Admission(Simulation& sim) : sim_(sim), config_(*sim.setup().components.Find<AdmissionConfig>(kAdmissionRow)) {
   classes_.resize(config_.classes.size());
   for (size_t i = 0; i < config_.classes.size(); ++i) by_priority_.push_back(static_cast<int32_t>(i));
   std::stable_sort(by_priority_.begin(), by_priority_.end(), [&](int32_t a, int32_t b) {
     return config_.classes[static_cast<size_t>(a)].priority > config_.classes[static_cast<size_t>(b)].priority;
   });
+  queue_stage_ = sim_.ledger().DeclareStage(this, "class_queue", /*level=*/false);
 }
 
 int64_t Admission::capacity() const {
@@ -153,6 +154,7 @@ bool Admission::Dispatch(const Request& r, SimTime now) {
   e.charge = charge;
   e.seq = seq_++;
   c.queue.insert({e.seq, r.id});
+  sim_.ledger().Hold(r.id, queue_stage_, /*bound_for=*/-1);
   Pump(now);
   const auto it = queued_.find(r.id);
   if (it != queued_.end()) {
@@ -160,7 +162,7 @@ bool Admission::Dispatch(const Request& r, SimTime now) {
       std::optional<SimTime> wake;
       const std::string_view why = Blocked(r.tenant, charge, now, &wake);
       c.queue.erase({it->second.seq, r.id});
-      queued_.erase(it);
+      Forget(it);
       Reject(r, cls, why.empty() ? kReasonQueueFull : why, now, /*retry=*/true);
     } else {
       it->second.cancel_scheduled = r.cancel_at.has_value();
@@ -228,7 +230,7 @@ void Admission::Pump(SimTime now) {
     const int64_t charge = q->charge;
     const SimTime since = q->enqueued;
     classes_[static_cast<size_t>(cls)].queue.erase({q->seq, r.id});
-    queued_.erase(r.id);
+    Forget(queued_.find(r.id));
     if (aged) ++classes_[static_cast<size_t>(cls)].figures.aged;
     Release(r, cls, charge, since, now);
   }
@@ -311,7 +313,7 @@ void Admission::EndQueued(std::map<RequestId, Queued>::iterator it, RequestStatu
   const Request r = it->second.request;
   const int32_t cls = it->second.cls;
   classes_[static_cast<size_t>(cls)].queue.erase({it->second.seq, r.id});
-  queued_.erase(it);
+  Forget(it);
   std::optional<Duration> after;
   if (status == RequestStatus::kRejected) {
     ++tenant_state(r.tenant).rejected;
@@ -326,6 +328,7 @@ bool Admission::ConsumeDuplicate(const Request& r, SimTime now) {
   (void)now;
   const uint64_t serial = duplicate_serial_++;
   duplicates_.emplace(serial, r);
+  sim_.ledger().HoldDuplicate();
   sim_.queue().Push(r.arrival, this, kDuplicate, -1, static_cast<int64_t>(serial), /*passive=*/true);
   return true;
 }
@@ -355,8 +358,9 @@ void Admission::OnReplicaState(int32_t replica, ReplicaState state, SimTime now)
   if (state == ReplicaState::kReady && !queued_.empty()) SchedulePump(now);
 }
 
-int64_t Admission::held_requests() const {
-  return static_cast<int64_t>(queued_.size() + duplicates_.size());
+void Admission::Forget(std::map<RequestId, Queued>::iterator it) {
+  sim_.ledger().Release(it->first);
+  queued_.erase(it);
 }
 
 void Admission::OnEvent(const Event& e) {
@@ -381,6 +385,7 @@ void Admission::OnEvent(const Event& e) {
     case kDuplicate: {
       auto node = duplicates_.extract(static_cast<uint64_t>(e.request));
       FP_ASSERT(!node.empty());
+      sim_.ledger().ReleaseDuplicate();
       const Request& r = node.mapped();
       sim_.ForEachComponent([&](FleetComponent& c) { c.OnArrival(r, e.time); });
       const int32_t cls = config_.ClassOf(r);

@@ -94,15 +94,14 @@ Json AutoscalingConfig::ToJson() const {
   return j;
 }
 
-bool Autoscaler::Wanted(const FleetSetup& setup) { return setup.autoscaling != nullptr; }
 
 Autoscaler::Autoscaler(Simulation& sim)
     : sim_(sim),
-      config_(*sim.setup().autoscaling),
+      config_(*sim.setup().components.Find<AutoscalingConfig>(kAutoscalerRow)),
       behavior_(config_.scale_up, config_.scale_down, config_.min_replicas, config_.max_replicas) {
   if (config_.panic) panic_.emplace(*config_.panic);
   for (int64_t i = 0; i < config_.nodes.initial; ++i) nodes_.push_back(Node{SimTime(), SimTime(), std::nullopt, 0});
-  objectives_ = sim.setup().timeseries.objectives;
+  objectives_ = sim.setup().classes.objectives;
 }
 
 Status Autoscaler::OnReplicaAdded(int32_t id) {

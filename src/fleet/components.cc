@@ -20,10 +20,6 @@ namespace fleetplan {
 namespace {
 
 bool Always(const FleetSetup&) { return true; }
-bool HasAdapters(const FleetSetup& s) { return s.adapters.enabled; }
-bool HasReplication(const FleetSetup& s) { return s.replication.enabled; }
-bool HasAdmission(const FleetSetup& s) { return s.admission.enabled; }
-bool HasInvalidations(const FleetSetup& s) { return !s.invalidations.empty(); }
 bool HasPrefillPool(const FleetSetup& s) {
   for (const ReplicaSetup& r : s.replicas) {
     if (r.role == PoolRole::kPrefill) return true;
@@ -48,18 +44,19 @@ Expected<std::unique_ptr<FleetComponent>> MakeReplication(Simulation& sim) {
 }  // namespace
 
 const std::vector<FleetComponentRow>& FleetComponents() {
+  // `wanted` null: the row is built when the setup has its entry (FleetSetup::components).
   static const std::vector<FleetComponentRow> rows = {
       {"telemetry", &Always, &Make<Telemetry>},
       {"prefix-beliefs", &PrefixBeliefs::Wanted, &Make<PrefixBeliefs>},
-      {"adapters", &HasAdapters, &Make<AdapterComponent>},
-      {"replication", &HasReplication, &MakeReplication},
-      {"invalidations", &HasInvalidations, &Make<Invalidations>},
-      {"admission", &HasAdmission, &Make<Admission>},
-      {"disaggregation", &HasPrefillPool, &Make<Disaggregation>},
-      {"timeseries", &TimeSeriesRecorder::Wanted, &Make<TimeSeriesRecorder>},
-      {"replica-losses", &ReplicaLosses::Wanted, &Make<ReplicaLosses>},
-      {"autoscaler", &Autoscaler::Wanted, &Make<Autoscaler>},
-      {"traffic-split", &TrafficSplit::Wanted, &TrafficSplit::Make},
+      {kAdaptersRow, nullptr, &Make<AdapterComponent>},
+      {kReplicationRow, nullptr, &MakeReplication},
+      {kInvalidationsRow, nullptr, &Make<Invalidations>},
+      {kAdmissionRow, nullptr, &Make<Admission>},
+      {kDisaggregationRow, &HasPrefillPool, &Make<Disaggregation>},
+      {kTimeSeriesRow, nullptr, &Make<TimeSeriesRecorder>},
+      {kReplicaLossesRow, nullptr, &Make<ReplicaLosses>},
+      {kAutoscalerRow, nullptr, &Make<Autoscaler>},
+      {kTrafficSplitRow, nullptr, &TrafficSplit::Make},
   };
   return rows;
 }

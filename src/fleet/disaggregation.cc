@@ -42,7 +42,36 @@ Json Quantiles(const std::vector<int64_t>& v) {
 std::string_view PoolRoleName(PoolRole role) { return RoleNames()[static_cast<size_t>(role)]; }
 const std::vector<std::string>& PoolRoleNames() { return RoleNames(); }
 
+Disaggregation::Disaggregation(Simulation& sim) : sim_(sim) {
+  // The two fleet queues are every serving replica's time series levels, in this order.
+  RequestLedger& ledger = sim_.ledger();
+  stage_ids_[static_cast<size_t>(Stage::kTransferQueue)] = ledger.DeclareStage(this, "transfer_queue", /*level=*/true);
+  stage_ids_[static_cast<size_t>(Stage::kAdmission)] = ledger.DeclareStage(this, "admission_queue", /*level=*/true);
+  stage_ids_[static_cast<size_t>(Stage::kPrefill)] = ledger.DeclareStage(this, "prefill", /*level=*/false);
+  stage_ids_[static_cast<size_t>(Stage::kTransfer)] = ledger.DeclareStage(this, "transfer", /*level=*/false);
+  given_up_stage_ = ledger.DeclareStage(this, "given_up", /*level=*/false);
+}
+
+void Disaggregation::SetStage(Handoff& h, Stage stage) {
+  h.stage = stage;
+  // A prompt-only copy runs on the prefill replica; an import lives in the serving
+  // replica's engine from the transfer's start.
+  const int32_t in_engine = stage == Stage::kPrefill ? h.prefill : stage == Stage::kTransfer ? h.serving : -1;
+  sim_.ledger().Move(h.request.id, stage_ids_[static_cast<size_t>(stage)], in_engine);
+}
+
+void Disaggregation::Forget(std::map<RequestId, Handoff>::iterator it) {
+  sim_.ledger().Release(it->first);
+  handoffs_.erase(it);
+}
+
 PoolRole Disaggregation::role(int32_t replica) const { return sim_.role(replica); }
+
+const DisaggregationConfig& Disaggregation::config() const {
+  static const DisaggregationConfig kDefaults;
+  const DisaggregationConfig* c = sim_.setup().components.Find<DisaggregationConfig>(kDisaggregationRow);
+  return c != nullptr ? *c : kDefaults;
+}
 
 Status Disaggregation::OnReplicaAdded(int32_t id) {
   PerReplica& p = replicas_.emplace_back();
@@ -51,7 +80,7 @@ Status Disaggregation::OnReplicaAdded(int32_t id) {
   if (r.link_bytes_per_second < 1 || r.kv_bytes_per_token < 1) {
     return InvalidInput(fmt::format("prefill replica {} has no KV transfer link or KV size", id));
   }
-  p.link.emplace(sim_.setup().disaggregation.setup, r.link_bytes_per_second);
+  p.link.emplace(config().setup, r.link_bytes_per_second);
   return Status::Ok();
 }
 
@@ -67,7 +96,7 @@ bool Disaggregation::Dispatch(const Request& r, SimTime now) {
   }
   // Colocation first (when a threshold allows it): any replica may serve a short
   // request whole; the router's belief about that replica's cache decides "short".
-  if (sim_.setup().disaggregation.colocate_below_tokens > 0) {
+  if (config().colocate_below_tokens > 0) {
     const RouteDecision c = sim_.RouteAmong(Simulation::RouterSet::kAll, sim_.ready_all(), r);
     if (!WantsDisaggregation(r, c.matched_prefix_tokens)) {
       ++stages_.colocated;
@@ -87,12 +116,6 @@ void Disaggregation::AddTelemetry(int32_t replica, ReplicaTelemetry& t) const {
   t.outstanding_tokens += p.pending_tokens;
 }
 
-void Disaggregation::SampleLevels(int32_t replica, std::span<int64_t> values) const {
-  const PerReplica& p = replicas_[static_cast<size_t>(replica)];
-  values[0] = static_cast<int64_t>(p.transfer_queue.size());
-  values[1] = static_cast<int64_t>(p.admission_queue.size());
-}
-
 bool Disaggregation::InPrefillStage(int32_t replica, RequestId id) const {
   if (replica < 0 || role(replica) != PoolRole::kPrefill) return false;
   const auto it = handoffs_.find(id);
@@ -101,11 +124,6 @@ bool Disaggregation::InPrefillStage(int32_t replica, RequestId id) const {
 
 bool Disaggregation::ConsumeOutcome(const RequestOutcome& o) {
   return InPrefillStage(o.replica, o.id) && OnPrefillEnded(o);
-}
-
-bool Disaggregation::IsStageCopy(int32_t replica, RequestId id) {
-  // A prefill replica's token reaches the client with the KV, from the serving replica.
-  return InPrefillStage(replica, id);
 }
 
 bool Disaggregation::ConsumeCancel(RequestId id, SimTime now) {
@@ -123,7 +141,7 @@ void Disaggregation::AfterRelease(int32_t replica, SimTime now) {
 
 bool Disaggregation::WantsDisaggregation(const Request& r, int64_t matched_prefix_tokens) const {
   const int64_t uncached = r.prompt_tokens() - std::min(matched_prefix_tokens, r.prompt_tokens());
-  return uncached >= sim_.setup().disaggregation.colocate_below_tokens;
+  return uncached >= config().colocate_below_tokens;
 }
 
 int64_t Disaggregation::ImportBlocks(int32_t serving, const Request& r) {
@@ -152,6 +170,7 @@ void Disaggregation::StartHandoff(const Request& r, int32_t serving, SimTime now
   h.request = r;
   h.serving = serving;
   h.since = now;
+  sim_.ledger().Hold(r.id, stage_ids_[static_cast<size_t>(Stage::kAdmission)], serving);
   CountPending(h, +1);
   sim_.ScheduleCancel(r, now);
   auto& waiting = at(serving).admission_queue;
@@ -178,7 +197,7 @@ void Disaggregation::AdmitToPrefill(Handoff& h, SimTime now) {
     obs->OnRoute({now, h.request.id, d.replica, "prefill", d.matched_prefix_tokens, Duration()});
   }
   h.prefill = d.replica;
-  h.stage = Stage::kPrefill;
+  SetStage(h, Stage::kPrefill);
   h.since = now;
   // The prefill replica computes the prompt and samples the first token: a one-token
   // answer. Cancellation is the fleet's (the kernel's cancel with no replica).
@@ -228,7 +247,7 @@ bool Disaggregation::OnPrefillEnded(const RequestOutcome& o) {
     const int32_t serving = h.serving;
     ReleaseReservation(h);
     CountPending(h, -1);
-    handoffs_.erase(it);
+    Forget(it);
     sim_.AfterRelease(serving, now);
     return false;
   }
@@ -241,11 +260,12 @@ bool Disaggregation::OnPrefillEnded(const RequestOutcome& o) {
     ReleaseReservation(h);
     CountPending(h, -1);
     given_up_.emplace(o.id, std::make_pair(serving, std::move(h.request)));
+    sim_.ledger().Move(o.id, given_up_stage_);
     handoffs_.erase(it);
     sim_.queue().Push(now, this, kGiveUp, serving, o.id);
     return true;
   }
-  h.stage = Stage::kTransferQueue;
+  SetStage(h, Stage::kTransferQueue);
   h.since = now;
   at(h.serving).transfer_queue.push_back(o.id);
   if (h.request.deadline) sim_.queue().Push(std::max(*h.request.deadline, now), this, kHandoffDeadline, -1, o.id);
@@ -270,14 +290,14 @@ void Disaggregation::TryStartTransfers(int32_t serving, SimTime now) {
 }
 
 double Disaggregation::FaultDraw(RequestId id, int32_t attempt, uint64_t salt) const {
-  uint64_t x = SplitMix64(sim_.setup().disaggregation.faults.seed ^ SplitMix64(static_cast<uint64_t>(id)));
+  uint64_t x = SplitMix64(config().faults.seed ^ SplitMix64(static_cast<uint64_t>(id)));
   x = SplitMix64(x ^ (static_cast<uint64_t>(attempt) << 8) ^ salt);
   return static_cast<double>(x >> 11) * 0x1.0p-53;
 }
 
 void Disaggregation::StartTransfer(Handoff& h, SimTime now) {
-  const DisaggregationConfig& c = sim_.setup().disaggregation;
-  h.stage = Stage::kTransfer;
+  const DisaggregationConfig& c = config();
+  SetStage(h, Stage::kTransfer);
   h.since = now;
   CountPending(h, -1);  // the serving replica's engine counts it from here
   ++h.attempts;
@@ -342,7 +362,7 @@ void Disaggregation::OnTransferArrived(RequestId id, SimTime now) {
   stages_.transfer_bytes += h.transfer_tokens * sim_.setup_of(h.prefill).kv_bytes_per_token;
   stages_.transfer_ns.push_back((now - h.since).ns());
   const int32_t serving = h.serving;
-  handoffs_.erase(it);
+  Forget(it);
   FP_ASSERT(!sim_.in_engine_call(serving));
   e.FinishImport(id, now);  // may end the request at once (a one-token answer)
   sim_.AfterRelease(serving, now);
@@ -386,11 +406,11 @@ void Disaggregation::OnTransferTimeout(RequestId id, int32_t attempt, SimTime no
 void Disaggregation::AfterFailedAttempt(RequestId id, SimTime now) {
   Handoff& h = handoffs_.at(id);
   const int32_t serving = h.serving;
-  const DisaggregationConfig& c = sim_.setup().disaggregation;
+  const DisaggregationConfig& c = config();
   const bool in_time = !h.request.deadline || now < *h.request.deadline;
   if (h.attempts <= c.retries && in_time) {
     ++stages_.retries;
-    h.stage = Stage::kTransferQueue;
+    SetStage(h, Stage::kTransferQueue);
     h.since = now;
     CountPending(h, +1);
     at(serving).transfer_queue.push_back(id);
@@ -399,7 +419,7 @@ void Disaggregation::AfterFailedAttempt(RequestId id, SimTime now) {
   }
   const Request r = h.request;
   const int32_t attempts = h.attempts;
-  handoffs_.erase(id);
+  Forget(handoffs_.find(id));
   if (c.reject_on_failure) {
     ++stages_.rejections;
     sim_.EndInFleet(r, serving, RequestStatus::kRejected, now,
@@ -428,7 +448,7 @@ void Disaggregation::OnHandoffDeadline(RequestId id, SimTime now) {
   const int32_t serving = h.serving;
   ReleaseReservation(h);
   CountPending(h, -1);
-  handoffs_.erase(it);
+  Forget(it);
   sim_.EndInFleet(r, serving, RequestStatus::kTimeout, now, "deadline passed waiting for a decode slot or a KV transfer");
   sim_.AfterRelease(serving, now);
 }
@@ -462,7 +482,7 @@ Request Disaggregation::Detach(Handoff& h, SimTime now) {
     --p.pending_requests;
     p.pending_tokens -= r.output_tokens;
   }
-  handoffs_.erase(r.id);
+  Forget(handoffs_.find(r.id));
   return r;
 }
 
@@ -490,16 +510,11 @@ void Disaggregation::OnEvent(const Event& e) {
     case kGiveUp: {
       auto node = given_up_.extract(e.request);
       FP_ASSERT(!node.empty());
+      sim_.ledger().Release(e.request);  // before the kernel routes it again
       sim_.GiveUpRequest(node.mapped().second, node.mapped().first, e.time);
       break;
     }
   }
-}
-
-int64_t Disaggregation::held_in_engines() const {
-  int64_t n = 0;
-  for (const auto& [id, h] : handoffs_) n += (h.stage == Stage::kPrefill || h.stage == Stage::kTransfer) ? 1 : 0;
-  return n;
 }
 
 Status Disaggregation::CheckInvariants() const {
@@ -586,7 +601,7 @@ void Disaggregation::AddReport(Duration span, Json& report) const {
   for (int32_t p : prefill) link_busy += replicas_[static_cast<size_t>(p)].link->busy();
   const StageFigures& f = stages_;
   Json j;
-  j["colocate_below_tokens"] = sim_.setup().disaggregation.colocate_below_tokens;
+  j["colocate_below_tokens"] = config().colocate_below_tokens;
   j["requests"] = {{"colocated", f.colocated}, {"disaggregated", f.disaggregated}};
   j["admission"] = {{"waited", f.admission_waits},
                     {"wait", Quantiles(f.admission_wait_ns)},

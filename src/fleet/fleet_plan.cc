@@ -9,7 +9,16 @@
 #include "fleetplan/core/error.h"
 #include "fleetplan/core/rng.h"
 #include "fleetplan/core/yaml.h"
+#include "fleetplan/fleet/adapter_component.h"
+#include "fleetplan/fleet/admission.h"
+#include "fleetplan/fleet/autoscaler.h"
+#include "fleetplan/fleet/disaggregation.h"
+#include "fleetplan/fleet/invalidations.h"
+#include "fleetplan/fleet/replica_loss.h"
+#include "fleetplan/fleet/replication.h"
 #include "fleetplan/fleet/step_model_of.h"
+#include "fleetplan/fleet/timeseries.h"
+#include "fleetplan/fleet/traffic_split.h"
 #include "fleetplan/perf/factory.h"
 
 namespace fleetplan {
@@ -220,20 +229,26 @@ FleetSetup FleetPlan::Setup() const {
     setup.replicas.insert(setup.replicas.end(), static_cast<size_t>(p.replicas), r);
   }
   setup.router = router;
-  setup.adapters = adapters;
-  if (workload.adapters) {
-    // Each adapter's share of adapter requests: its rank's probability.
-    const Zipf& z = workload.adapters->population.popularity;
-    for (int64_t rank = 1; rank <= z.n(); ++rank) setup.adapters.popularity.push_back(z.Probability(rank));
+  // One entry per component the plan turns on (component.h rows read their own).
+  if (adapters.enabled) {
+    AdapterConfig a = adapters;
+    if (workload.adapters) {
+      // Each adapter's share of adapter requests: its rank's probability.
+      const Zipf& z = workload.adapters->population.popularity;
+      for (int64_t rank = 1; rank <= z.n(); ++rank) a.popularity.push_back(z.Probability(rank));
+    }
+    setup.components.Set(kAdaptersRow, std::move(a));
   }
-  setup.invalidations = invalidations;
-  setup.disaggregation = disaggregation;
-  setup.replication = replication;
-  setup.admission = admission;
-  setup.timeseries.interval = output.timeseries_interval;
-  setup.replica_losses = replica_losses;
-  if (autoscaling.enabled) setup.autoscaling = std::make_shared<const AutoscalingConfig>(autoscaling);
-  if (traffic_split) setup.traffic_split = std::make_shared<const TrafficSplitConfig>(*traffic_split);
+  if (replication.enabled) setup.components.Set(kReplicationRow, replication);
+  if (!invalidations.empty()) setup.components.Set(kInvalidationsRow, invalidations);
+  if (admission.enabled) setup.components.Set(kAdmissionRow, admission);
+  setup.components.Set(kDisaggregationRow, disaggregation);  // read only with a prefill pool
+  if (output.timeseries_interval > Duration()) {
+    setup.components.Set(kTimeSeriesRow, TimeSeriesConfig{output.timeseries_interval});
+  }
+  if (!replica_losses.empty()) setup.components.Set(kReplicaLossesRow, replica_losses);
+  if (autoscaling.enabled) setup.components.Set(kAutoscalerRow, autoscaling);
+  if (traffic_split) setup.components.Set(kTrafficSplitRow, *traffic_split);
   return setup;
 }
 

@@ -8,14 +8,16 @@ namespace fleetplan {
 
 void Invalidations::OnStart(SimTime now) {
   (void)now;
-  const auto& list = sim_.setup().invalidations;
+  const auto& list = *sim_.setup().components.Find<std::vector<TimedInvalidation>>(kInvalidationsRow);
   for (size_t i = 0; i < list.size(); ++i) {
     sim_.queue().Push(list[i].at, this, 0, -1, static_cast<int64_t>(i), /*passive=*/true);
   }
 }
 
 void Invalidations::OnEvent(const Event& e) {
-  const CacheInvalidation& inv = sim_.setup().invalidations[static_cast<size_t>(e.request)].invalidation;
+  const CacheInvalidation& inv =
+      (*sim_.setup().components.Find<std::vector<TimedInvalidation>>(kInvalidationsRow))[static_cast<size_t>(e.request)]
+          .invalidation;
   for (int32_t i = 0; i < sim_.replica_count(); ++i) sim_.engine(i).Invalidate(inv);
 }
 

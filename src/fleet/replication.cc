@@ -6,16 +6,19 @@
 
 namespace fleetplan {
 namespace {
-int64_t PrefixBlocks(const FleetSetup& setup) {
-  const int64_t block = setup.replicas[0].engine.block_tokens;
-  return (setup.replication.prefix_tokens + block - 1) / block;
+const ReplicationConfig& ConfigOf(const Simulation& sim) {
+  return *sim.setup().components.Find<ReplicationConfig>(kReplicationRow);
+}
+int64_t PrefixBlocks(const Simulation& sim) {
+  const int64_t block = sim.setup().replicas[0].engine.block_tokens;
+  return (ConfigOf(sim).prefix_tokens + block - 1) / block;
 }
 }  // namespace
 
 Replication::Replication(Simulation& sim, PrefixBeliefs& beliefs, int32_t replicas)
     : sim_(sim),
       beliefs_(beliefs),
-      placement_(sim.setup().replication, PrefixBlocks(sim.setup()), sim.setup().replicas[0].engine.block_tokens,
+      placement_(ConfigOf(sim), PrefixBlocks(sim), sim.setup().replicas[0].engine.block_tokens,
                  replicas),
       replicas_(replicas) {}
 

@@ -359,10 +359,10 @@ Expected<RunResult> Simulate(const FleetPlan& plan, const RunOptions& opt) {
 
   FleetSetup setup = plan.Setup();
   // The time series judge outcomes by the same objectives as the report.
-  setup.timeseries.classes = source->names().classes;
-  for (const std::string& c : setup.timeseries.classes) {
+  setup.classes.names = source->names().classes;
+  for (const std::string& c : setup.classes.names) {
     const ClassSlo* slo = plan.slo.Find(c);
-    setup.timeseries.objectives.push_back(slo != nullptr ? slo->objectives : ClassObjectives{});
+    setup.classes.objectives.push_back(slo != nullptr ? slo->objectives : ClassObjectives{});
   }
   FP_ASSIGN_OR_RETURN(std::unique_ptr<Simulation> sim, Simulation::Create(setup, &sink));
   sink.SetSimulation(sim.get());

@@ -57,9 +57,9 @@ class Simulation::Forwarder final : public EngineObserver {
     if (sim_->sink_ != nullptr) sim_->sink_->OnStep(s);
   }
   void OnFirstToken(int32_t replica, RequestId id, SimTime t) override {
-    for (const auto& c : sim_->components_) {
-      if (c->IsStageCopy(replica, id)) return;
-    }
+    // A component's copy (a prompt-only prefill): its token reaches the client with the
+    // KV, from the serving replica.
+    if (sim_->ledger_.IsCopy(replica, id)) return;
     const auto it = sim_->routes_.find(id);
     if (it != sim_->routes_.end()) {
       Replica& rep = sim_->table_[static_cast<size_t>(replica)];
@@ -70,9 +70,7 @@ class Simulation::Forwarder final : public EngineObserver {
   }
   void OnToken(int32_t replica, RequestId id, int64_t index, SimTime t) override {
     if (!sim_->on_token_) return;
-    for (const auto& c : sim_->components_) {
-      if (c->IsStageCopy(replica, id)) return;
-    }
+    if (sim_->ledger_.IsCopy(replica, id)) return;
     sim_->on_token_(TokenEvent{id, replica, index, t});
   }
 
@@ -145,7 +143,8 @@ Simulation::~Simulation() = default;
 Status Simulation::AddComponents() {
   queue_.Register(this);
   for (const FleetComponentRow& row : FleetComponents()) {
-    if (!row.wanted(setup_)) continue;
+    const bool wanted = row.wanted != nullptr ? row.wanted(setup_) : setup_.components.Has(row.name);
+    if (!wanted) continue;
     FP_ASSIGN_OR_RETURN(std::unique_ptr<FleetComponent> c, row.make(*this));
     queue_.Register(c.get());
     components_.push_back(std::move(c));
@@ -713,11 +712,8 @@ void Simulation::AfterRelease(int32_t replica, SimTime now) {
 }
 
 bool Simulation::Drained() const {
-  if (!pulled_.empty() || !pushed_.empty() || !delayed_.empty()) return false;
+  if (!pulled_.empty() || !pushed_.empty() || !delayed_.empty() || ledger_.held() > 0) return false;
   if (source_ != nullptr && !source_->exhausted()) return false;
-  for (const auto& c : components_) {
-    if (c->held_requests() > 0) return false;
-  }
   for (const Replica& rep : table_) {
     if (rep.engine->HasWork() || rep.engine->step_in_flight()) return false;
   }
@@ -833,10 +829,13 @@ Status Simulation::Run(RequestSource& source, const ProgressFn& progress) {
 
 Status Simulation::CheckEnd() const {
   for (const auto& c : components_) {
-    if (c->held_requests() != 0) {
-      return InternalError(fmt::format("{} requests still held by {} after the event queue drained",
-                                       c->held_requests(), c->name()));
+    if (const int64_t held = ledger_.held_by(c.get()); held != 0) {
+      return InternalError(fmt::format("{} requests still held by {} after the event queue drained", held, c->name()));
     }
+  }
+  if (ledger_.held() != 0) {
+    return InternalError(fmt::format("{} requests still held in the request ledger after the event queue drained",
+                                     ledger_.held()));
   }
   for (const Replica& rep : table_) {
     const Engine& engine = *rep.engine;
@@ -893,21 +892,18 @@ Status Simulation::CheckInvariants() const {
                                        ReplicaStateName(rep.state)));
     }
   }
-  // Every routed request is in exactly one place: an engine, a delayed start, or a
-  // component (which says how many of the requests it holds are also live in an engine:
-  // a prompt-only copy on a prefill replica, an import in progress).
-  int64_t held = 0;
-  int64_t copies = 0;
-  for (const auto& c : components_) {
-    FP_RETURN_IF_ERROR(c->CheckInvariants());
-    held += c->held_requests() - c->held_unrouted();
-    copies += c->held_in_engines();
-  }
+  // Every routed request is in exactly one place: an engine, a delayed start, or the
+  // request ledger (whose entries say which of them are also live in an engine: a
+  // prompt-only copy on a prefill replica, an import in progress).
+  for (const auto& c : components_) FP_RETURN_IF_ERROR(c->CheckInvariants());
+  FP_RETURN_IF_ERROR(ledger_.CheckInvariants());
+  const int64_t held = ledger_.routed();
+  const int64_t copies = ledger_.copies();
   const int64_t routed = static_cast<int64_t>(routes_.size());
   const int64_t placed = in_engines - copies + static_cast<int64_t>(delayed_.size()) + held;
   if (routed != placed) {
     return InternalError(fmt::format("{} requests routed, but {} in engines ({} of them prefill copies), {} with a "
-                                     "delayed start and {} held by components",
+                                     "delayed start and {} in the request ledger",
                                      routed, in_engines, copies, delayed_.size(), held));
   }
   return Status::Ok();

@@ -123,20 +123,19 @@ Json TimeSeriesData::ToJson() const {
   return j;
 }
 
-TimeSeriesRecorder::TimeSeriesRecorder(Simulation& sim) : sim_(sim), config_(sim.setup().timeseries) {
-  state_.interval = config_.interval;
-  FP_ASSERT(state_.interval > Duration());  // Wanted
-  for (size_t c = 0; c < config_.classes.size(); ++c) EnsureClass(static_cast<ClassId>(c));
+TimeSeriesRecorder::TimeSeriesRecorder(Simulation& sim) : sim_(sim), classes_(sim.setup().classes) {
+  state_.interval = sim.setup().components.Find<TimeSeriesConfig>(kTimeSeriesRow)->interval;
+  FP_ASSERT(state_.interval > Duration());  // Bind sets an entry only for a window
+  for (size_t c = 0; c < classes_.names.size(); ++c) EnsureClass(static_cast<ClassId>(c));
 }
 
-bool TimeSeriesRecorder::Wanted(const FleetSetup& setup) { return setup.timeseries.interval > Duration(); }
 
 void TimeSeriesRecorder::EnsureClass(ClassId id) {
   FP_ASSERT(id >= 0);
   while (state_.classes.size() <= static_cast<size_t>(id)) {
     const size_t c = state_.classes.size();
-    if (config_.classes.size() <= c) config_.classes.push_back(std::to_string(c));
-    if (config_.objectives.size() <= c) config_.objectives.emplace_back();
+    if (classes_.names.size() <= c) classes_.names.push_back(std::to_string(c));
+    if (classes_.objectives.size() <= c) classes_.objectives.emplace_back();
     state_.classes.push_back(MakeTable(kClassColumnNames, kClassInFlight, state_.windows));
     state_.open_classes.emplace_back(kClassColumns, 0);
   }
@@ -145,13 +144,9 @@ void TimeSeriesRecorder::EnsureClass(ClassId id) {
 Status TimeSeriesRecorder::OnReplicaAdded(int32_t id) {
   FP_ASSERT(static_cast<size_t>(id) == state_.replicas.size());
   if (id == 0) {
-    // Every component exists by now (they are built before the first replica).
-    sim_.ForEachComponent([&](FleetComponent& c) {
-      const std::vector<std::string_view> names = c.SeriesLevels();
-      if (names.empty()) return;
-      level_sources_.emplace_back(&c, level_names_.size());
-      level_names_.insert(level_names_.end(), names.begin(), names.end());
-    });
+    // Every component exists by now (they are built before the first replica), and with
+    // it every stage declared in the request ledger.
+    level_names_ = sim_.ledger().LevelNames();
   }
   std::vector<std::string_view> names(std::begin(kReplicaColumnNames), std::end(kReplicaColumnNames));
   names.insert(names.end(), level_names_.begin(), level_names_.end());
@@ -194,7 +189,7 @@ void TimeSeriesRecorder::OnRequestDone(const RequestOutcome& o) {
     return;
   }
   ++open[kClassCompletions];
-  if (Evaluate(ToRequestRecord(o), config_.objectives[c]).qualified) ++open[kClassGood];
+  if (Evaluate(ToRequestRecord(o), classes_.objectives[c]).qualified) ++open[kClassGood];
 }
 
 void TimeSeriesRecorder::OnEvent(const Event& e) {
@@ -237,10 +232,7 @@ void TimeSeriesRecorder::SampleReplica(int32_t id, SeriesTable& table, std::vect
   table.columns[kKvCached].values.push_back(e.pool().cached_count());
   if (level_names_.empty()) return;
   std::vector<int64_t> levels(level_names_.size(), 0);
-  for (const auto& [component, first] : level_sources_) {
-    const size_t n = component->SeriesLevels().size();
-    component->SampleLevels(id, std::span<int64_t>(levels).subspan(first, n));
-  }
+  sim_.ledger().SampleLevels(id, levels);
   for (size_t k = 0; k < levels.size(); ++k) table.columns[kReplicaColumns + k].values.push_back(levels[k]);
 }
 
@@ -267,7 +259,7 @@ TimeSeriesData TimeSeriesRecorder::Snapshot(SimTime end) const {
   d.coarsened = s.coarsened;
   d.end = end;
   d.windows = s.windows;
-  d.class_names = config_.classes;
+  d.class_names = classes_.names;
   d.classes = std::move(s.classes);
   d.replicas = std::move(s.replicas);
   for (int32_t i = 0; i < sim_.replica_count(); ++i) {
@@ -290,12 +282,12 @@ Status TimeSeriesRecorder::CheckInvariants() const {
   for (size_t c = 0; c < state_.classes.size(); ++c) {
     for (const Series& s : state_.classes[c].columns) {
       if (s.values.size() != static_cast<size_t>(state_.windows)) {
-        return InternalError(fmt::format("time series: class {}'s {} has {} windows, not {}", config_.classes[c],
+        return InternalError(fmt::format("time series: class {}'s {} has {} windows, not {}", classes_.names[c],
                                          s.name, s.values.size(), state_.windows));
       }
     }
     if (state_.open_classes[c][kClassInFlight] < 0) {
-      return InternalError(fmt::format("time series: class {} has {} requests in flight", config_.classes[c],
+      return InternalError(fmt::format("time series: class {} has {} requests in flight", classes_.names[c],
                                        state_.open_classes[c][kClassInFlight]));
     }
     in_flight += state_.open_classes[c][kClassInFlight];

@@ -44,12 +44,8 @@ Json TrafficSplitConfig::ToJson() const {
   return j;
 }
 
-bool TrafficSplit::Wanted(const FleetSetup& setup) {
-  return setup.traffic_split != nullptr;
-}
-
 Expected<std::unique_ptr<FleetComponent>> TrafficSplit::Make(Simulation& sim) {
-  const TrafficSplitConfig& c = *sim.setup().traffic_split;
+  const TrafficSplitConfig& c = *sim.setup().components.Find<TrafficSplitConfig>(kTrafficSplitRow);
   const auto& replicas = sim.setup().replicas;
   if (c.first_candidate < 1 || static_cast<size_t>(c.first_candidate) >= replicas.size()) {
     return InvalidInput(

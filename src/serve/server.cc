@@ -19,6 +19,9 @@
 #include <algorithm>
 #include <csignal>
 
+#include "fleetplan/fleet/autoscaler.h"
+#include "fleetplan/fleet/invalidations.h"
+#include "fleetplan/fleet/replica_loss.h"
 #include "serve/engine_clock.h"
 #include "serve/io.h"
 #include "serve/port.h"
@@ -127,9 +130,9 @@ Expected<FleetSetup> ServedSetup(const FleetPlan& plan, const ServeOptions& opti
     s.replicas = std::move(cycled);
   }
   if (s.replicas.size() > 1024) return UsageError("serve: at most 1024 replicas (one port each)");
-  s.invalidations.clear();
-  s.replica_losses.clear();
-  s.autoscaling.reset();
+  s.components.Erase(kInvalidationsRow);
+  s.components.Erase(kReplicaLossesRow);
+  s.components.Erase(kAutoscalerRow);
   if (options.max_waiting) {
     for (ReplicaSetup& r : s.replicas) r.engine.scheduler.max_waiting = *options.max_waiting;
   }

@@ -25,6 +25,9 @@
 
 namespace fleetplan {
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kAdaptersRow = "adapters";
+
 class AdapterComponent final : public FleetComponent {
  public:
   explicit AdapterComponent(Simulation& sim);
@@ -44,6 +47,7 @@ class AdapterComponent final : public FleetComponent {
   bool BelievesResident(int32_t replica, AdapterId adapter) const;
 
   Simulation& sim_;
+  const AdapterConfig& config_;  // FleetSetup::components, row kAdaptersRow
   std::optional<AdapterPartition> partition_;  // from declared popularity
   bool by_popularity_ = false;                 // the router places by the partition
   std::vector<AdapterResidency> residency_;            // per replica

@@ -126,6 +126,9 @@ inline constexpr std::string_view kReasonTenantTokens = "tenant_tokens";
 inline constexpr std::string_view kReasonTenantTokenRate = "tenant_token_rate";
 inline constexpr std::string_view kReasonExceedsQuota = "exceeds_quota";
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kAdmissionRow = "admission";
+
 class Admission final : public FleetComponent {
  public:
   // The window of the release rate behind retry_after: long enough to average a few
@@ -162,8 +165,6 @@ class Admission final : public FleetComponent {
   bool ConsumeCancel(RequestId id, SimTime now) override;
   void OnRequestDone(const RequestOutcome& o) override;
   void OnReplicaState(int32_t replica, ReplicaState state, SimTime now) override;
-  int64_t held_requests() const override;
-  int64_t held_unrouted() const override { return held_requests(); }
   Status CheckInvariants() const override;
   void AddReport(Duration span, Json& report) const override;
   void AddSummary(Duration span, std::vector<std::string>& lines) const override;
@@ -222,6 +223,8 @@ class Admission final : public FleetComponent {
   void EndQueued(std::map<RequestId, Queued>::iterator it, RequestStatus status, std::string_view reason, SimTime now);
   Duration RetryAfter(int32_t cls, SimTime now);
   void NoteQueueLength(int32_t cls);
+  // Forgets a queued request and releases its request ledger entry (request_ledger.h).
+  void Forget(std::map<RequestId, Queued>::iterator it);
 
   Simulation& sim_;
   AdmissionConfig config_;
@@ -230,6 +233,7 @@ class Admission final : public FleetComponent {
   std::map<RequestId, Queued> queued_;
   std::map<RequestId, Live> admitted_;
   std::vector<TenantState> tenants_;  // index: tenant + 1 (0: requests without a tenant)
+  int32_t queue_stage_ = 0;  // the request ledger's stage of the class queues
   std::map<uint64_t, Request> duplicates_;  // submitted before the original arrived; by serial
   uint64_t seq_ = 0;
   uint64_t duplicate_serial_ = 0;

@@ -144,10 +144,12 @@ struct ReplicaStateSpan {
   SimTime end;
 };
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kAutoscalerRow = "autoscaler";
+
 class Autoscaler final : public FleetComponent {
  public:
   explicit Autoscaler(Simulation& sim);
-  static bool Wanted(const FleetSetup& setup);
   std::string_view name() const override { return "autoscaler"; }
 
   Status OnReplicaAdded(int32_t id) override;

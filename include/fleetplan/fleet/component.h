@@ -19,15 +19,16 @@
 //   OnDispatched  a request (or a prompt-only copy) was sent to a replica (beliefs)
 //   Consume*      an engine outcome or a cancel the component owns (pools' prefill
 //                 copies and handoffs); true = the kernel does nothing more with it
-//   IsStageCopy   the engine's request is the component's copy (its tokens are not
-//                 the client's)
 //   AfterRelease  a replica may have freed blocks (pools admit waiting handoffs)
 //   GiveUpHeld    a replica was lost (drain grace ran out): hand back what it was owed
 //   OnRequestDone  the client's outcome of a request that left the fleet (every one,
 //                 routed or not, after the Consume* hooks let it through)
 //   OnRequestEnded the request left the fleet (routed requests, with their route)
-// Time series (timeseries.h) ask each component for the levels it adds to every
-// replica's series: SeriesLevels names them once, SampleLevels reads them.
+// A request a component keeps outside every engine (a queue, a handoff) is recorded in
+// the kernel's request ledger (request_ledger.h) under a stage the component declared:
+// the ledger, not a hook, tells the kernel that the run still holds requests, where a
+// routed request is, whether an engine's request is a component's copy, and each
+// replica's time series levels (a stage declared as a level).
 // Thread model: single-threaded, owned by one Simulation; deterministic.
 #pragma once
 
@@ -82,9 +83,6 @@ class FleetComponent : public EventHandler {
   virtual void OnTelemetryRefresh(int32_t replica) { (void)replica; }
 
   virtual bool ConsumeOutcome(const RequestOutcome& o) { (void)o; return false; }
-  // True when request `id` on `replica` is the component's own copy of a request (a
-  // prompt-only prefill): its tokens are not the client's.
-  virtual bool IsStageCopy(int32_t replica, RequestId id) { (void)replica; (void)id; return false; }
   virtual bool ConsumeCancel(RequestId id, SimTime now) { (void)id; (void)now; return false; }
   // Simulation::Submit of an id already submitted and not arrived; true = the component
   // takes the second request and ends it (else Submit refuses it).
@@ -101,22 +99,6 @@ class FleetComponent : public EventHandler {
   virtual void OnRequestDone(const RequestOutcome& o) { (void)o; }
   virtual void OnRequestEnded(RequestId id, const RouteInfo& info) { (void)id; (void)info; }
 
-  // The names of the levels (gauges) the component adds to every replica's time series,
-  // fixed for the run, and their values for `replica` now (`values` has one slot per
-  // name). A level is a state, not a count: the series keeps the value at each window's
-  // end.
-  virtual std::vector<std::string_view> SeriesLevels() const { return {}; }
-  virtual void SampleLevels(int32_t replica, std::span<int64_t> values) const { (void)replica; (void)values; }
-
-  // Routed requests the component is responsible for (the run is not over while it holds
-  // any), and how many of those are also live in an engine (a prompt-only copy on a
-  // prefill replica, an import in progress): the fleet's invariants count each request
-  // in exactly one place.
-  // Of the held requests, those not routed yet (an admission queue) are left out of the
-  // routed recount.
-  virtual int64_t held_requests() const { return 0; }
-  virtual int64_t held_in_engines() const { return 0; }
-  virtual int64_t held_unrouted() const { return 0; }
   virtual Status CheckInvariants() const { return Status::Ok(); }
   // Adds the component's fields to replica `id`'s entry of report.json `replicas` and
   // `engine.replicas` (`engine` is that replica's engine entry).
@@ -132,7 +114,9 @@ class FleetComponent : public EventHandler {
 };
 
 // The component registry: one row per feature, in the order the kernel calls them.
-// Simulation::Create builds every row whose `wanted` says the setup asks for it.
+// Simulation::Create builds every row the setup wants: `wanted` says so for the rows
+// every fleet or a shape of fleet has (telemetry, prefill pools); a row without one is
+// wanted when FleetSetup::components has an entry under its name, which its `make` reads.
 struct FleetComponentRow {
   std::string_view name;
   bool (*wanted)(const FleetSetup& setup) = nullptr;

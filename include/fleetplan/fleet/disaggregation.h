@@ -34,27 +34,24 @@
 
 namespace fleetplan {
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kDisaggregationRow = "disaggregation";
+
 class Disaggregation final : public FleetComponent {
  public:
-  explicit Disaggregation(Simulation& sim) : sim_(sim) {}
+  explicit Disaggregation(Simulation& sim);
   std::string_view name() const override { return "disaggregation"; }
   const StageFigures& figures() const { return stages_; }
 
   Status OnReplicaAdded(int32_t id) override;
   bool Dispatch(const Request& r, SimTime now) override;
   void AddTelemetry(int32_t replica, ReplicaTelemetry& t) const override;
-  // "transfer_queue", "admission_queue": the serving replica's two fleet queues.
-  std::vector<std::string_view> SeriesLevels() const override { return {"transfer_queue", "admission_queue"}; }
-  void SampleLevels(int32_t replica, std::span<int64_t> values) const override;
   bool ConsumeOutcome(const RequestOutcome& o) override;
-  bool IsStageCopy(int32_t replica, RequestId id) override;
   bool ConsumeCancel(RequestId id, SimTime now) override;
   void AfterRelease(int32_t replica, SimTime now) override;
   // A lost serving replica's handoffs are given up; one whose prompt is still computing is
   // given up when its prefill ends (from an event of its own, outside the engine call).
   void GiveUpHeld(int32_t replica, SimTime now, std::vector<Request>& given_up) override;
-  int64_t held_requests() const override { return static_cast<int64_t>(handoffs_.size() + given_up_.size()); }
-  int64_t held_in_engines() const override;
   Status CheckInvariants() const override;
   void AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) override;
   void AddReport(Duration span, Json& report) const override;
@@ -100,6 +97,12 @@ class Disaggregation final : public FleetComponent {
     bool lost = false;                        // serving: its drain's grace ran out
   };
 
+  // FleetSetup::components' entry of kDisaggregationRow, or the defaults without one.
+  const DisaggregationConfig& config() const;
+  // Sets the handoff's stage and its request ledger entry (request_ledger.h).
+  void SetStage(Handoff& h, Stage stage);
+  // Forgets a handoff and releases its ledger entry.
+  void Forget(std::map<RequestId, Handoff>::iterator it);
   PoolRole role(int32_t replica) const;
   bool WantsDisaggregation(const Request& r, int64_t matched_prefix_tokens) const;
   // True for a disaggregated request's prompt-only copy running on `replica`.
@@ -142,6 +145,8 @@ class Disaggregation final : public FleetComponent {
   std::map<RequestId, std::pair<int32_t, Request>> given_up_;  // (lost serving replica, request), kGiveUp due
   std::vector<PerReplica> replicas_;
   StageFigures stages_;
+  int32_t stage_ids_[4] = {};  // by Stage: the request ledger's stage
+  int32_t given_up_stage_ = 0;  // given_up_'s entries
 };
 
 }  // namespace fleetplan

@@ -9,6 +9,9 @@
 
 namespace fleetplan {
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kInvalidationsRow = "invalidations";
+
 class Invalidations final : public FleetComponent {
  public:
   explicit Invalidations(Simulation& sim) : sim_(sim) {}

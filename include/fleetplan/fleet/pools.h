@@ -32,14 +32,9 @@
 
 #include "fleetplan/core/json.h"
 #include "fleetplan/core/units.h"
+#include "fleetplan/fleet/pool_role.h"
 
 namespace fleetplan {
-
-// Values reach JSON by name (PoolRoleName) and the scenario format: never renumber.
-enum class PoolRole : int { kMixed = 0, kPrefill = 1, kDecode = 2 };
-std::string_view PoolRoleName(PoolRole role);
-// "mixed", "prefill", "decode" (index = enum value).
-const std::vector<std::string>& PoolRoleNames();
 
 // faults.kv_transfer: each transfer draws (deterministically, from the seed, the request
 // and the attempt) whether it is delayed and whether it fails.

@@ -17,10 +17,12 @@
 
 namespace fleetplan {
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kReplicaLossesRow = "replica-losses";
+
 class ReplicaLosses final : public FleetComponent {
  public:
   explicit ReplicaLosses(Simulation& sim) : sim_(sim) {}
-  static bool Wanted(const FleetSetup& setup) { return !setup.replica_losses.empty(); }
   std::string_view name() const override { return "replica-losses"; }
 
   void OnStart(SimTime now) override;
@@ -30,6 +32,10 @@ class ReplicaLosses final : public FleetComponent {
   void AddSummary(Duration span, std::vector<std::string>& lines) const override;
 
  private:
+  const std::vector<ReplicaLoss>& Losses() const {
+    return *sim_.setup().components.Find<std::vector<ReplicaLoss>>(kReplicaLossesRow);
+  }
+
   Simulation& sim_;
   Status status_ = Status::Ok();  // the first loss the kernel refused (a bug: Bind checks ids)
   int64_t lost_ = 0;              // replicas lost so far

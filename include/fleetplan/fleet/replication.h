@@ -18,6 +18,9 @@ namespace fleetplan {
 
 class PrefixBeliefs;
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kReplicationRow = "replication";
+
 class Replication final : public FleetComponent {
  public:
   // REQUIRES: beliefs outlives this (both are components of `sim`).

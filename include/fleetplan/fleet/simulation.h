@@ -62,15 +62,14 @@
 
 #include "fleetplan/core/status.h"
 #include "fleetplan/engine/engine.h"
-#include "fleetplan/fleet/adapters.h"
-#include "fleetplan/fleet/admission.h"
 #include "fleetplan/fleet/component.h"
+#include "fleetplan/fleet/component_config.h"
 #include "fleetplan/fleet/event_queue.h"
-#include "fleetplan/fleet/pools.h"
-#include "fleetplan/fleet/prefix_placement.h"
+#include "fleetplan/fleet/pool_role.h"
+#include "fleetplan/fleet/request_ledger.h"
 #include "fleetplan/fleet/router.h"
-#include "fleetplan/fleet/timeseries.h"
 #include "fleetplan/metrics/record.h"
+#include "fleetplan/metrics/slo.h"
 #include "fleetplan/perf/step_cost.h"
 #include "fleetplan/workload/source.h"
 
@@ -98,26 +97,22 @@ struct TimedInvalidation {
 };
 
 struct ReplicaLoss;  // below, after DrainExpiry
-struct AutoscalingConfig;  // autoscaler.h
-struct TrafficSplitConfig;  // traffic_split.h
+
+// The run's request classes, by ClassId: names and objectives (a class id beyond them is
+// named by its number and has no objectives). Components that judge outcomes (time
+// series, the autoscaler) read them here.
+struct FleetClasses {
+  std::vector<std::string> names;
+  std::vector<ClassObjectives> objectives;
+};
 
 struct FleetSetup {
   std::vector<ReplicaSetup> replicas;
   RouterConfig router;
-  AdapterConfig adapters;  // per-replica adapter residency (adapters.h); off by default
-  // Applied in (time, list order), before arrivals at the same time. One due after the
-  // last request has ended is dropped: it cannot change anything, and it must not
-  // stretch the simulated span.
-  std::vector<TimedInvalidation> invalidations;
-  DisaggregationConfig disaggregation;  // read only when a replica has the prefill role
-  ReplicationConfig replication;        // hot-prefix placement; needs prefix tracking
-  TimeSeriesConfig timeseries;          // report.json `timeseries`; off (interval 0) by default
-  std::vector<ReplicaLoss> replica_losses;  // replicas that fail mid-run (fleet/replica_loss.h)
-  AdmissionConfig admission;            // classes, quotas, bounded queues (admission.h); off by default
-  std::shared_ptr<const AutoscalingConfig> autoscaling;  // the pod and node loops; off when null
-  // Two revisions side by side, a share to the candidate, a rollback (traffic_split.h); set
-  // by callers (canary), off when null.
-  std::shared_ptr<const TrafficSplitConfig> traffic_split;
+  FleetClasses classes;
+  // The components the run wants, each row's bound settings under its name (component.h
+  // registry, component_config.h); the kernel reads none of them.
+  ComponentConfigs components;
 };
 
 // How one request was routed: the decision, as it reaches requests.jsonl.
@@ -312,6 +307,9 @@ class Simulation final : public EventHandler {
   }
   const FleetSetup& setup() const { return setup_; }
   EventQueue& queue() { return queue_; }
+  // Where components hold live requests outside the engines (request_ledger.h).
+  RequestLedger& ledger() { return ledger_; }
+  const RequestLedger& ledger() const { return ledger_; }
   Engine& engine(int32_t replica) { return *table_[static_cast<size_t>(replica)].engine; }
   ReplicaFigures& mutable_figures(int32_t replica) { return table_[static_cast<size_t>(replica)].figures; }
   FleetObserver* fleet_observer() const { return fleet_observer_; }
@@ -468,6 +466,7 @@ class Simulation final : public EventHandler {
   std::vector<int32_t> ready_prefill_;
   std::vector<bool> roles_at_creation_;  // index: PoolRole
   std::unique_ptr<Router> routers_[3];   // index: RouterSet; kPrefill and kAll only with a prefill pool
+  RequestLedger ledger_;  // before components_: they declare stages as they are built
   std::vector<std::unique_ptr<FleetComponent>> components_;
   Telemetry* telemetry_ = nullptr;  // one of components_: the routers' view
   EventQueue queue_;

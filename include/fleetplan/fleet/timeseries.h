@@ -6,8 +6,9 @@
 //   count  what happened inside the window (arrivals, completions, tokens, preemptions);
 //   level  the state at the window's end (running, waiting, KV blocks, queues).
 // Per replica the component reads what the kernel and the engines already count
-// (cumulative counters, differenced at each boundary; levels read there) plus the levels
-// other components name (FleetComponent::SeriesLevels: the pools' transfer queue); per
+// (cumulative counters, differenced at each boundary; levels read there) plus a level per
+// stage that a component declared as one in the request ledger (request_ledger.h: the
+// pools' transfer and admission queues); per
 // class it counts arrivals and outcomes through the OnArrival / OnRequestDone hooks,
 // judging each outcome by its class's objectives (metrics/slo.h), so `good` is the
 // report's "qualified". A passive event at every boundary closes the window; it never
@@ -35,6 +36,7 @@
 #include "fleetplan/core/units.h"
 #include "fleetplan/fleet/component.h"
 #include "fleetplan/fleet/pools.h"
+#include "fleetplan/fleet/simulation.h"
 #include "fleetplan/metrics/slo.h"
 
 namespace fleetplan {
@@ -43,11 +45,7 @@ namespace fleetplan {
 inline constexpr int64_t kMaxTimeSeriesWindows = 4096;
 
 struct TimeSeriesConfig {
-  Duration interval;  // the declared window; zero: no time series (the row is not built)
-  // By ClassId: the names and objectives of the workload's classes (a class id beyond
-  // them is named by its number and has no objectives).
-  std::vector<std::string> classes;
-  std::vector<ClassObjectives> objectives;
+  Duration interval;  // the declared window (> 0); a run without one has no entry
 };
 
 enum class SeriesKind : int { kCount = 0, kLevel = 1 };
@@ -89,11 +87,13 @@ struct TimeSeriesData {
   Json ToJson() const;
 };
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kTimeSeriesRow = "timeseries";
+
 class TimeSeriesRecorder final : public FleetComponent {
  public:
   explicit TimeSeriesRecorder(Simulation& sim);
   std::string_view name() const override { return "timeseries"; }
-  static bool Wanted(const FleetSetup& setup);
 
   Status OnReplicaAdded(int32_t id) override;
   void OnStart(SimTime now) override;
@@ -138,10 +138,11 @@ class TimeSeriesRecorder final : public FleetComponent {
   void Schedule();
 
   Simulation& sim_;
-  TimeSeriesConfig config_;
+  // The run's classes (FleetSetup::classes), grown by number for ids beyond them.
+  FleetClasses classes_;
   State state_;
-  std::vector<std::string_view> level_names_;  // components' levels, in component order
-  std::vector<std::pair<FleetComponent*, size_t>> level_sources_;  // component, first slot
+  // The request ledger's level stages (a replica's requests held in each), in declaration order.
+  std::vector<std::string_view> level_names_;
   std::optional<SimTime> event_at_;  // the boundary event in the queue (it may have been dropped)
 };
 

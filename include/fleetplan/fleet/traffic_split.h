@@ -82,9 +82,11 @@ struct TrafficSplitFigures {
   std::vector<std::pair<int32_t, SimTime>> candidate_gone;
 };
 
+// The registry row (component.h) and its FleetSetup::components entry.
+inline constexpr std::string_view kTrafficSplitRow = "traffic-split";
+
 class TrafficSplit final : public FleetComponent {
  public:
-  static bool Wanted(const FleetSetup& setup);
   static Expected<std::unique_ptr<FleetComponent>> Make(Simulation& sim);
   std::string_view name() const override { return "traffic-split"; }
 
