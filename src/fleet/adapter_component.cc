@@ -57,7 +57,8 @@ SimTime AdapterComponent::OnRouted(const Request& r, int32_t replica, SimTime no
   return ready;
 }
 
-void AdapterComponent::OnTelemetryRefresh(int32_t replica) {
+void AdapterComponent::OnTelemetryRefresh(int32_t replica, ReplicaTelemetry& t) {
+  (void)t;
   const auto i = static_cast<size_t>(replica);
   sent_[i].clear();
   snapshot_[i].clear();

@@ -30,10 +30,7 @@ void Telemetry::Refresh(SimTime now) {
     const auto k = static_cast<size_t>(i);
     telemetry_[k] = ReplicaTelemetry{e.waiting_count(), e.running_count(), e.outstanding_tokens(),
                                      e.pool().used_count(), e.pool().total(), now};
-    sim_.ForEachComponent([&](FleetComponent& c) {
-      c.AddTelemetry(i, telemetry_[k]);
-      c.OnTelemetryRefresh(i);
-    });
+    sim_.ForEachComponent([&](FleetComponent& c) { c.OnTelemetryRefresh(i, telemetry_[k]); });
     sent_requests_[k] = 0;
     sent_tokens_[k] = 0;
   }

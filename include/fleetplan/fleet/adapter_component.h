@@ -37,7 +37,7 @@ class AdapterComponent final : public FleetComponent {
   Status OnReplicaAdded(int32_t id) override;
   void FillView(const Request& r, int32_t replica, ReplicaView& view) override;
   SimTime OnRouted(const Request& r, int32_t replica, SimTime now, RouteInfo& info) override;
-  void OnTelemetryRefresh(int32_t replica) override;
+  void OnTelemetryRefresh(int32_t replica, ReplicaTelemetry& t) override;
   void OnRequestEnded(RequestId id, const RouteInfo& info) override;
   Status CheckInvariants() const override;
   void AddReplicaReport(int32_t id, Duration span, Json& figures, Json& engine) override;

@@ -77,10 +77,10 @@ class FleetComponent : public EventHandler {
     return now;
   }
   virtual void OnDispatched(const Request& r, int32_t replica, int64_t tokens) { (void)r; (void)replica; (void)tokens; }
-  // Telemetry refresh of `replica`: what the component holds for it that the engine
-  // does not count yet, and anything it snapshots at a refresh.
-  virtual void AddTelemetry(int32_t replica, ReplicaTelemetry& t) const { (void)replica; (void)t; }
-  virtual void OnTelemetryRefresh(int32_t replica) { (void)replica; }
+  // Telemetry refresh of `replica` (`t`: the router's view of it from now on): the
+  // component adds what it holds for it that the engine does not count yet (the pools'
+  // handoffs), and snapshots what its beliefs keep per refresh (adapters).
+  virtual void OnTelemetryRefresh(int32_t replica, ReplicaTelemetry& t) { (void)replica; (void)t; }
 
   virtual bool ConsumeOutcome(const RequestOutcome& o) { (void)o; return false; }
   virtual bool ConsumeCancel(RequestId id, SimTime now) { (void)id; (void)now; return false; }

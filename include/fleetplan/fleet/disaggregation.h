@@ -45,7 +45,10 @@ class Disaggregation final : public FleetComponent {
 
   Status OnReplicaAdded(int32_t id) override;
   bool Dispatch(const Request& r, SimTime now) override;
-  void AddTelemetry(int32_t replica, ReplicaTelemetry& t) const override;
+  // The handoffs bound for `replica` that its engine does not hold yet, as waiting
+  // requests and outstanding tokens (the emulator's metrics read them too).
+  void AddTelemetry(int32_t replica, ReplicaTelemetry& t) const;
+  void OnTelemetryRefresh(int32_t replica, ReplicaTelemetry& t) override { AddTelemetry(replica, t); }
   bool ConsumeOutcome(const RequestOutcome& o) override;
   bool ConsumeCancel(RequestId id, SimTime now) override;
   void AfterRelease(int32_t replica, SimTime now) override;
