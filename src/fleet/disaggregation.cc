@@ -42,7 +42,15 @@ Json Quantiles(const std::vector<int64_t>& v) {
 std::string_view PoolRoleName(PoolRole role) { return RoleNames()[static_cast<size_t>(role)]; }
 const std::vector<std::string>& PoolRoleNames() { return RoleNames(); }
 
-Disaggregation::Disaggregation(Simulation& sim) : sim_(sim) {
+namespace {
+const DisaggregationConfig& ConfigOf(const Simulation& sim) {
+  static const DisaggregationConfig kDefaults;
+  const DisaggregationConfig* c = sim.setup().components.Find<DisaggregationConfig>(kDisaggregationRow);
+  return c != nullptr ? *c : kDefaults;
+}
+}  // namespace
+
+Disaggregation::Disaggregation(Simulation& sim) : sim_(sim), config_(ConfigOf(sim)) {
   // The two fleet queues are every serving replica's time series levels, in this order.
   RequestLedger& ledger = sim_.ledger();
   stage_ids_[static_cast<size_t>(Stage::kTransferQueue)] = ledger.DeclareStage(this, "transfer_queue", /*level=*/true);
@@ -67,11 +75,6 @@ void Disaggregation::Forget(std::map<RequestId, Handoff>::iterator it) {
 
 PoolRole Disaggregation::role(int32_t replica) const { return sim_.role(replica); }
 
-const DisaggregationConfig& Disaggregation::config() const {
-  static const DisaggregationConfig kDefaults;
-  const DisaggregationConfig* c = sim_.setup().components.Find<DisaggregationConfig>(kDisaggregationRow);
-  return c != nullptr ? *c : kDefaults;
-}
 
 Status Disaggregation::OnReplicaAdded(int32_t id) {
   PerReplica& p = replicas_.emplace_back();

@@ -23,10 +23,13 @@ namespace {
 struct RowCase {
   std::string_view row;
   std::string_view report_key;  // its section of report.json ("" when it writes none)
-  // Adds the YAML that turns the row on to a scenario (`pools`: prefill/decode pools
-  // replace the one pool), or edits the bound plan (rows only callers set).
+  // What turns the row on: prefill/decode pools instead of the one pool, YAML added at
+  // the top level, under `engine:` and under `workload:` — or an edit of the bound plan
+  // (rows only callers set).
   bool pools = false;
   std::string yaml;
+  std::string engine_yaml;
+  std::string workload_yaml;
   std::function<void(FleetPlan&, RngStream&)> edit;
 };
 
@@ -36,29 +39,30 @@ std::string Pick(RngStream& rng, std::initializer_list<const char*> options) {
 
 std::vector<RowCase> Cases(RngStream& rng) {
   std::vector<RowCase> cases;
-  cases.push_back({"telemetry", "", false, "", {}});
-  cases.push_back({"prefix-beliefs", "", false, "router: {policy: cache-aware, telemetry_delay: 20ms}\n", {}});
-  cases.push_back({"adapters", "adapters", false,
-                   "router: {policy: adapter-aware}\n"
-                   "engine_adapters: {size: 200MiB, memory_budget: 600MiB, load_time: 40ms}\n",
-                   {}});
+  cases.push_back({"telemetry", "", false, "", "", "", {}});
+  cases.push_back({"prefix-beliefs", "", false, "router: {policy: cache-aware, telemetry_delay: 20ms}\n", "", "", {}});
+  cases.push_back({"adapters", "adapters", false, "router: {policy: adapter-aware}\n",
+                   "  adapters: {size: 200MiB, memory_budget: 600MiB, load_time: 40ms}\n",
+                   "  adapters: {count: 6, popularity: {zipf: 1.2}}\n", {}});
   cases.push_back({"replication", "prefix_replication", false,
                    "router: {policy: cache-aware, replication: {replica_rate: 2/s, prefix_tokens: 256, window: 2s, "
                    "min_hold: 1s}}\n",
-                   {}});
-  cases.push_back({"invalidations", "", false, "events: [{at: 2s, invalidate: " + Pick(rng, {"model-revision", "tokenizer"}) + "}]\n", {}});
+                   "", "", {}});
+  cases.push_back({"invalidations", "", false, "", "",
+                   "  events: [{at: 2s, invalidate: " + Pick(rng, {"model-revision", "tokenizer"}) + "}]\n", {}});
   cases.push_back({"admission", "admission", false,
                    "admission:\n  classes:\n    interactive: {priority: 10, max_queue: " + Pick(rng, {"2", "10"}) +
                        ", max_wait: 1s}\n    batch: {priority: 0, max_queue: 50, max_wait: 4s, aging_margin: 1s}\n"
                        "  default_class: batch\n  max_in_flight_per_replica: " +
                        Pick(rng, {"2", "6"}) + "\n",
-                   {}});
+                   "", "", {}});
   cases.push_back({"disaggregation", "disaggregation", true,
                    "faults:\n  kv_transfer: {delay: 100ms, delay_probability: " + Pick(rng, {"0", "0.4"}) +
                        ", failure_probability: " + Pick(rng, {"0", "0.3"}) + "}\n",
-                   {}});
-  cases.push_back({"timeseries", "timeseries", false, "output: {timeseries_interval: " + Pick(rng, {"500ms", "2s"}) + "}\n", {}});
-  cases.push_back({"replica-losses", "replica_losses", false, "",
+                   "", "", {}});
+  cases.push_back({"timeseries", "timeseries", false, "output: {timeseries_interval: " + Pick(rng, {"500ms", "2s"}) + "}\n",
+                   "", "", {}});
+  cases.push_back({"replica-losses", "replica_losses", false, "", "", "",
                    [](FleetPlan& plan, RngStream& r) {
                      plan.replica_losses.push_back(ReplicaLoss{SimTime::FromNanos(static_cast<int64_t>(1 + r.NextBelow(3)) * 1'000'000'000),
                                                                {1},
@@ -71,8 +75,8 @@ std::vector<RowCase> Cases(RngStream& rng) {
                    "  nodes: {gpus_per_node: 8, initial: 1, max_nodes: 1, provisioning_delay: 5s}\n"
                    "  load_bandwidth: 20GB/s\n  engine_start: 1s\n  drain: {grace: " +
                        Pick(rng, {"0s", "2s"}) + ", expiry: requeue}\n",
-                   {}});
-  cases.push_back({"traffic-split", "traffic_split", false, "",
+                   "", "", {}});
+  cases.push_back({"traffic-split", "traffic_split", false, "", "", "",
                    [](FleetPlan& plan, RngStream& r) {
                      TrafficSplitConfig split;
                      split.seed = 7;
@@ -98,35 +102,21 @@ std::string Scenario(const RowCase& c, int run, RngStream& rng) {
   } else {
     text += "deployment: {replicas: 3, tp: 1, gpu_memory_utilization: 0.25}\n";
   }
-  std::string yaml = c.yaml;
-  std::string adapters;
-  if (const size_t at = yaml.find("engine_adapters: "); at != std::string::npos) {
-    const size_t end = yaml.find('\n', at);
-    adapters = "  adapters: " + yaml.substr(at + 17, end - at - 17) + "\n";
-    yaml.erase(at, end - at + 1);
-  }
   text += "engine:\n  scheduler: {policy: " + Pick(rng, {"decode-first", "bounded-chunk"}) +
           ", max_batched_tokens: 2048, max_running: 32}\n"
           "  step_model: {kind: affine, prefill: {base: 5ms, per_token: 0.02ms}, decode: {base: 8ms, per_seq: "
           "0.1ms}}\n"
           "  prefix_cache: {enabled: true}\n" +
-          adapters;
-  std::string events;
-  if (const size_t at = yaml.find("events: "); at != std::string::npos) {
-    const size_t end = yaml.find('\n', at);
-    events = "  " + yaml.substr(at, end - at + 1);
-    yaml.erase(at, end - at + 1);
-  }
-  text += yaml;
+          c.engine_yaml;
+  text += c.yaml;
   text += "workload:\n  requests: 50\n  arrival: {process: poisson, rate: " + Pick(rng, {"6/s", "20/s"}) +
           "}\n  tenants: {count: 3, popularity: {zipf: 1.5}}\n";
-  if (!adapters.empty()) text += "  adapters: {count: 6, popularity: {zipf: 1.2}}\n";
   text += "  classes:\n    chat:\n      share: 1\n      prompt:\n"
           "        - {segment: tenant-instructions, tokens: 600}\n"
           "        - {segment: unique, tokens: {uniform: [50, 2000]}}\n"
           "      output_tokens: {uniform: [1, 120]}\n" +
           Pick(rng, {"", "      deadline: {uniform: [300ms, 8s]}\n"}) +
-          Pick(rng, {"", "      cancel: {probability: 0.3, after: {exponential: {mean: 1s}}}\n"}) + events;
+          Pick(rng, {"", "      cancel: {probability: 0.3, after: {exponential: {mean: 1s}}}\n"}) + c.workload_yaml;
   text += "slo: {chat: {ttft: 2s}}\n";
   return text;
 }

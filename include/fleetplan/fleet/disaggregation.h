@@ -100,8 +100,7 @@ class Disaggregation final : public FleetComponent {
     bool lost = false;                        // serving: its drain's grace ran out
   };
 
-  // FleetSetup::components' entry of kDisaggregationRow, or the defaults without one.
-  const DisaggregationConfig& config() const;
+  const DisaggregationConfig& config() const { return config_; }
   // Sets the handoff's stage and its request ledger entry (request_ledger.h).
   void SetStage(Handoff& h, Stage stage);
   // Forgets a handoff and releases its ledger entry.
@@ -144,6 +143,8 @@ class Disaggregation final : public FleetComponent {
   PerReplica& at(int32_t replica) { return replicas_[static_cast<size_t>(replica)]; }
 
   Simulation& sim_;
+  // FleetSetup::components' entry of kDisaggregationRow, or the defaults without one.
+  const DisaggregationConfig& config_;
   std::map<RequestId, Handoff> handoffs_;  // disaggregated requests not yet imported
   std::map<RequestId, std::pair<int32_t, Request>> given_up_;  // (lost serving replica, request), kGiveUp due
   std::vector<PerReplica> replicas_;
